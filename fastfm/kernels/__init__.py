@@ -1,0 +1,28 @@
+"""Kernels on encoded mixed-space arrays (see ``fastfm.kernels.base`` for the contract)."""
+from .base import Hyperparameter, Kernel, Product, Sum
+from .baselines import AddDif, AddLap, ProdDif, ProdLap
+from .continuous import RBF, Matern52
+from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
+
+__all__ = [
+    "Kernel", "Hyperparameter", "Sum", "Product",
+    "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel",
+    "ProdLap", "AddLap", "ProdDif", "AddDif",
+    "RBF", "Matern52",
+    "make_kernel",
+]
+
+_BY_NAME = {
+    "modlap": ModLap, "moddif": ModDif, "modnn": ModNN, "fm": FMKernel,
+    "prodlap": ProdLap, "addlap": AddLap, "proddif": ProdDif, "adddif": AddDif,
+    "rbf": RBF, "matern52": Matern52,
+}
+
+
+def make_kernel(kernel, space, **kwargs):
+    """A kernel object from a name ("modlap", "prodlap", ...) or pass an object through."""
+    if isinstance(kernel, Kernel):
+        return kernel
+    if not isinstance(kernel, str) or kernel.lower() not in _BY_NAME:
+        raise ValueError(f"unknown kernel {kernel!r}; choose a Kernel object or one of {sorted(_BY_NAME)}")
+    return _BY_NAME[kernel.lower()](space, **kwargs)

@@ -1,0 +1,297 @@
+"""The kernel contract shared by every fastfm kernel (scikit-learn's, plus a fused gradient).
+
+A kernel is called on *encoded* arrays (see ``Space.encode``):
+
+* ``k(X, Y=None, eval_gradient=False)`` returns K (N, M), or (K, dK) with
+  dK of shape (N, N, n_theta), derivatives w.r.t. ``theta``;
+* ``k.diag(X)`` returns the Gram diagonal without forming the Gram;
+* ``k.theta`` is the flat vector of log hyperparameters (fixed ones
+  excluded), ``k.bounds`` its (n_theta, 2) log bounds;
+* ``k.gradient_reduction(X, W)`` returns Σ_ab W_ab ∂K_ab/∂theta_j for every j
+  without materialising the N×N×n_theta tensor: the GP's log-marginal-
+  likelihood gradient is 0.5·tr((ααᵀ − K⁻¹) ∂K/∂θ_j) (GPML Eq. 5.9), i.e.
+  this reduction with W = 0.5(ααᵀ − K⁻¹).
+
+Subclasses declare their hyperparameters in ``_hyperparameter_specs`` and
+implement ``_gram``, ``_diag`` and ``_full_reduction`` / ``_full_gradient``
+over *all* hyperparameters (fixed ones included); the base class does the
+log-space packing, fixed-parameter masking and cloning once.
+"""
+import copy
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Hyperparameter", "Kernel", "Sum", "Product"]
+
+
+class Hyperparameter(NamedTuple):
+    """A kernel hyperparameter: ``bounds`` is (n_elements, 2) in the original (not log) scale,
+    or the string "fixed"."""
+
+    name: str
+    value_type: str
+    bounds: object
+    n_elements: int = 1
+    fixed: bool = False
+
+
+def _as_bounds(bounds, n, name):
+    if isinstance(bounds, str):
+        if bounds != "fixed":
+            raise ValueError(f"{name}_bounds must be a (low, high) pair or 'fixed', got {bounds!r}")
+        return bounds
+    b = np.asarray(bounds, dtype=float)
+    if b.shape == (2,):
+        b = np.tile(b, (n, 1))
+    if b.shape != (n, 2) or np.any(b[:, 0] <= 0) or np.any(b[:, 0] >= b[:, 1]):
+        raise ValueError(f"{name}_bounds must be positive (low, high) pairs with low < high, "
+                         f"one or {n} of them; got {bounds!r}")
+    return b
+
+
+def _broadcast_value(value, n, name):
+    v = np.asarray(value, dtype=float)
+    if v.ndim == 0:
+        v = np.full(n, float(v))
+    if v.shape != (n,):
+        raise ValueError(f"{name} must be a scalar or have {n} elements, got shape {v.shape}")
+    if not np.all(np.isfinite(v)) or np.any(v <= 0):
+        raise ValueError(f"{name} must be positive and finite, got {name}={value!r}")
+    return v
+
+
+class Kernel:
+    """Base class of all fastfm kernels (see the module docstring for the contract)."""
+
+    # ---- subclass interface -------------------------------------------------
+    def _hyperparameter_specs(self):
+        """List of (name, n_elements) in theta order; each name has ``<name>`` and
+        ``<name>_bounds`` attributes on the instance."""
+        raise NotImplementedError
+
+    def _gram(self, X, Y):
+        raise NotImplementedError
+
+    def _diag(self, X):
+        raise NotImplementedError
+
+    def _full_reduction(self, X, W):
+        """Σ W ∘ ∂K/∂log ψ over all hyperparameters, shape (n_all,)."""
+        raise NotImplementedError
+
+    def _full_gradient(self, X):
+        """(K, dK) with dK over all hyperparameters, shape (N, N, n_all)."""
+        raise NotImplementedError
+
+    def _check_X(self, X, name="X"):
+        return np.ascontiguousarray(np.asarray(X, dtype=np.float64))
+
+    # ---- hyperparameters ------------------------------------------------------
+    @property
+    def hyperparameters(self):
+        result = []
+        for name, n in self._hyperparameter_specs():
+            bounds = _as_bounds(getattr(self, name + "_bounds"), n, name)
+            result.append(Hyperparameter(name, "numeric", bounds, n, isinstance(bounds, str)))
+        return result
+
+    def _values(self, name, n):
+        return _broadcast_value(getattr(self, name), n, name)
+
+    def _all_log_values(self):
+        specs = self._hyperparameter_specs()
+        if not specs:
+            return np.zeros(0)
+        return np.concatenate([np.log(self._values(name, n)) for name, n in specs])
+
+    def _free_mask(self):
+        specs = self.hyperparameters
+        if not specs:
+            return np.zeros(0, dtype=bool)
+        return np.concatenate([np.full(h.n_elements, not h.fixed) for h in specs])
+
+    @property
+    def n_dims(self):
+        """Number of columns of the encoded arrays this kernel takes."""
+        raise NotImplementedError
+
+    @property
+    def theta(self):
+        """Log of the free hyperparameters, flat."""
+        return self._all_log_values()[self._free_mask()]
+
+    @theta.setter
+    def theta(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        mask = self._free_mask()
+        if theta.shape != (int(mask.sum()),):
+            raise ValueError(f"theta must have shape ({int(mask.sum())},), got {theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta must be finite, got theta={theta!r}")
+        values = self._all_log_values()
+        values[mask] = theta
+        i = 0
+        for name, n in self._hyperparameter_specs():
+            new = np.exp(values[i:i + n])
+            setattr(self, name, new if n > 1 or np.ndim(getattr(self, name)) else float(new[0]))
+            i += n
+
+    @property
+    def bounds(self):
+        """Log bounds of the free hyperparameters, shape (n_theta, 2)."""
+        rows = [np.log(h.bounds) for h in self.hyperparameters if not h.fixed]
+        return np.vstack(rows) if rows else np.zeros((0, 2))
+
+    @property
+    def n_theta(self):
+        return int(self._free_mask().sum())
+
+    def clone_with_theta(self, theta):
+        """A copy of this kernel with ``theta`` set."""
+        clone = copy.deepcopy(self)
+        clone.theta = theta
+        return clone
+
+    def get_params(self):
+        """Hyperparameter values by name (arrays copied)."""
+        return {name: np.array(getattr(self, name), dtype=float) for name, _ in self._hyperparameter_specs()}
+
+    # ---- evaluation ------------------------------------------------------------
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Gram matrix K(X, Y); with ``eval_gradient`` also dK/dθ of shape (N, N, n_theta)."""
+        X = self._check_X(X)
+        if eval_gradient:
+            if Y is not None:
+                raise ValueError("eval_gradient=True is only supported when Y is None")
+            K, dK = self._full_gradient(X)
+            return K, dK[:, :, self._free_mask()]
+        return self._gram(X, None if Y is None else self._check_X(Y, "Y"))
+
+    def diag(self, X):
+        """The diagonal of K(X, X), shape (N,)."""
+        return self._diag(self._check_X(X))
+
+    def gradient_reduction(self, X, W):
+        """Σ_ab W_ab ∂K(X, X)_ab/∂θ_j for every free θ_j, shape (n_theta,).
+
+        Parameters
+        ----------
+        X : array of shape (N, n_dims)
+        W : array of shape (N, N)
+            Symmetric weights (e.g. 0.5(ααᵀ − K⁻¹) in GP fitting).
+        """
+        X = self._check_X(X)
+        W = np.ascontiguousarray(np.asarray(W, dtype=np.float64))
+        if W.shape != (X.shape[0], X.shape[0]):
+            raise ValueError(f"W must have shape ({X.shape[0]}, {X.shape[0]}), got W.shape={W.shape}")
+        return self._full_reduction(X, W)[self._free_mask()]
+
+    def gram_and_gradient_reduction(self, X, W):
+        """(K(X, X), gradient_reduction(X, W)); a convenience for tests and benchmarks."""
+        return self(X), self.gradient_reduction(X, W)
+
+    def __add__(self, other):
+        return Sum(self, other)
+
+    def __mul__(self, other):
+        return Product(self, other)
+
+    def __repr__(self):
+        args = ", ".join(f"{name}={np.round(self._values(name, n), 4).tolist() if n > 1 else round(float(self._values(name, n)[0]), 4)}"
+                         for name, n in self._hyperparameter_specs())
+        return f"{type(self).__name__}({args})"
+
+
+class _Composite(Kernel):
+    """Two kernels on the same encoded inputs; hyperparameters are k1's then k2's."""
+
+    def __init__(self, k1, k2):
+        self.k1 = k1
+        self.k2 = k2
+
+    @property
+    def n_dims(self):
+        return self.k1.n_dims
+
+    @property
+    def hyperparameters(self):
+        return ([h._replace(name="k1__" + h.name) for h in self.k1.hyperparameters]
+                + [h._replace(name="k2__" + h.name) for h in self.k2.hyperparameters])
+
+    def _free_mask(self):
+        return np.concatenate([self.k1._free_mask(), self.k2._free_mask()])
+
+    def _all_log_values(self):
+        return np.concatenate([self.k1._all_log_values(), self.k2._all_log_values()])
+
+    def _hyperparameter_specs(self):
+        return ([("k1__" + n, m) for n, m in self.k1._hyperparameter_specs()]
+                + [("k2__" + n, m) for n, m in self.k2._hyperparameter_specs()])
+
+    @property
+    def theta(self):
+        return np.concatenate([self.k1.theta, self.k2.theta])
+
+    @theta.setter
+    def theta(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        n1 = self.k1.n_theta
+        if theta.shape != (n1 + self.k2.n_theta,):
+            raise ValueError(f"theta must have shape ({n1 + self.k2.n_theta},), got {theta.shape}")
+        self.k1.theta = theta[:n1]
+        self.k2.theta = theta[n1:]
+
+    @property
+    def bounds(self):
+        return np.vstack([self.k1.bounds, self.k2.bounds])
+
+    def get_params(self):
+        params = {"k1__" + k: v for k, v in self.k1.get_params().items()}
+        params.update({"k2__" + k: v for k, v in self.k2.get_params().items()})
+        return params
+
+    def _check_X(self, X, name="X"):
+        return self.k1._check_X(X, name)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.k1!r}, {self.k2!r})"
+
+
+class Sum(_Composite):
+    """k1 + k2."""
+
+    def _gram(self, X, Y):
+        return self.k1._gram(X, Y) + self.k2._gram(X, Y)
+
+    def _diag(self, X):
+        return self.k1._diag(X) + self.k2._diag(X)
+
+    def _full_reduction(self, X, W):
+        return np.concatenate([self.k1._full_reduction(X, W), self.k2._full_reduction(X, W)])
+
+    def _full_gradient(self, X):
+        K1, dK1 = self.k1._full_gradient(X)
+        K2, dK2 = self.k2._full_gradient(X)
+        return K1 + K2, np.concatenate([dK1, dK2], axis=2)
+
+
+class Product(_Composite):
+    """k1 · k2 (elementwise)."""
+
+    def _gram(self, X, Y):
+        return self.k1._gram(X, Y) * self.k2._gram(X, Y)
+
+    def _diag(self, X):
+        return self.k1._diag(X) * self.k2._diag(X)
+
+    def _full_reduction(self, X, W):
+        # Σ W ∂(K1∘K2) = Σ (W∘K2) ∂K1 + Σ (W∘K1) ∂K2
+        K1 = self.k1._gram(X, None)
+        K2 = self.k2._gram(X, None)
+        return np.concatenate([self.k1._full_reduction(X, W * K2), self.k2._full_reduction(X, W * K1)])
+
+    def _full_gradient(self, X):
+        K1, dK1 = self.k1._full_gradient(X)
+        K2, dK2 = self.k2._full_gradient(X)
+        return K1 * K2, np.concatenate([dK1 * K2[:, :, None], dK2 * K1[:, :, None]], axis=2)

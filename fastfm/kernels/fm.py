@@ -1,0 +1,371 @@
+"""Frequency modulated kernels (SPEC §2; Oh et al., UAI 2021, Eq. 5).
+
+    k((c,v),(c',v')) = σ² · Π_p Σ_i U_p[v_p,i] f(λ_i^p, α_p·r(c,c') | β_p) U_p[v'_p,i]
+
+with r = d^t the ARD distance d²(c,c') = Σ_d (c_d − c'_d)²/θ_d² raised to t/2.
+The continuous distance is shared by every discrete factor: this coupling is
+the point of the method, it is not a product kernel.
+
+Variance parameterisation: ``variance`` is the *average prior variance at
+zero continuous distance*, σ² = variance / Π_p c_p(β_p) with
+c_p = (1/n_p) Σ_i f(λ_i^p, 0 | β_p) (the mean diagonal of factor p).  This is
+a reparameterisation of the paper's σ² (same family of functions, same
+positive-definiteness and FM principle) that keeps ``variance`` on the scale
+of standardised y whatever the β_p: without it a Gram diagonal can be
+(1/17)^5 on Ackley5C and σ² would need to span ten decades.
+"""
+import numpy as np
+
+from .._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
+from ..exceptions import SpaceDefinitionError
+from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
+
+__all__ = ["FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel"]
+
+
+def _mean_diagonal(spectrum_values, group_sizes, n_states, modulation, beta):
+    """c_p and ∂log c_p/∂log β_p at zero continuous distance."""
+    f, _, df_dlogbeta = modulation.derivatives(spectrum_values, 0.0, beta)
+    c = np.sum(group_sizes * f) / n_states
+    dc = np.sum(group_sizes * df_dlogbeta) / n_states
+    return c, dc / c
+
+
+class _ModulatedKernel(SpaceKernel):
+    """Common machinery: discrete factors modulated by a continuous argument."""
+
+    _modulation = None  # set by subclasses (property)
+
+    def _betas(self):
+        return self._values("beta", self.space.n_discrete)
+
+    def _normaliser(self):
+        """(Π_p c_p, ∂log Π c_p/∂log β) of the variance parameterisation (module docstring)."""
+        spectra = self.space.packed_spectra
+        modulation = self._modulation
+        betas = self._betas()
+        log_c = 0.0
+        dlog_c = np.zeros(spectra.n_variables)
+        for p in range(spectra.n_variables):
+            g = slice(spectra.group_offsets[p], spectra.group_offsets[p + 1])
+            c, dlog_c[p] = _mean_diagonal(spectra.group_values[g], spectra.group_sizes[g],
+                                          spectra.n_states[p], modulation, betas[p])
+            log_c += np.log(c)
+        return np.exp(log_c), dlog_c
+
+    def _effective_variance(self):
+        return float(self.variance) / self._normaliser()[0]
+
+    def _diag_factors(self, D):
+        """Π_p F_p(v, v, s=0) for each row: the Gram diagonal divided by σ²."""
+        spectra = self.space.packed_spectra
+        betas = self._betas()
+        out = np.ones(D.shape[0])
+        for p in range(spectra.n_variables):
+            spectrum = self.space.graphs[p]
+            f = self._modulation.value(spectrum.group_values, 0.0, betas[p])
+            diag = np.einsum("vi,vi,i->v", spectrum.eigenvectors, spectrum.eigenvectors,
+                             np.repeat(f, np.diff(spectrum.group_starts)))
+            out *= diag[D[:, p]]
+        return out
+
+
+class FMKernel(_ModulatedKernel):
+    """The generalised FM family of Prop. 1: f(λ, s) = Σ_n a_n (1 + βλ + α·d^t)^(−n).
+
+    Parameters
+    ----------
+    space : Space
+        Must have at least one discrete variable (with none, the FM kernel
+        does not depend on the continuous part; use ``RBF``/``Matern52``).
+    coefficients : sequence of float, default (1.0,)
+        a_1..a_N ≥ 0 (not all zero).  ``(1.0,)`` gives ModLap.
+    exponent : float in (0, 2], default 2
+        t, the power of the ARD distance.
+    lengthscale : float or array of shape (n_continuous,)
+        θ_d of the ARD distance.
+    alpha, beta : float or array of shape (n_discrete,)
+        α_p (modulation strength) and β_p (graph smoothing) per discrete variable.
+    variance : float
+        Average prior variance at zero continuous distance (module docstring).
+    *_bounds : (low, high) or "fixed"
+    backend : {"auto", "numpy", "cpp", "cuda"}
+    """
+
+    def __init__(self, space, coefficients=(1.0,), exponent=2.0, lengthscale=0.5, alpha=1.0, beta=1.0,
+                 variance=1.0, lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS,
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+        super().__init__(space, backend)
+        if space.n_discrete == 0:
+            raise SpaceDefinitionError(
+                f"{type(self).__name__} needs at least one discrete variable; the space has none "
+                "(use RBF or Matern52 for purely continuous spaces)")
+        self.coefficients = coefficients
+        self.exponent = exponent
+        self.lengthscale = lengthscale
+        self.alpha = alpha
+        self.beta = beta
+        self.variance = variance
+        self.lengthscale_bounds = lengthscale_bounds
+        self.alpha_bounds = alpha_bounds
+        self.beta_bounds = beta_bounds
+        self.variance_bounds = variance_bounds
+
+    @property
+    def _modulation(self):
+        return Modulation(LAP_FAMILY, tuple(self.coefficients), self.exponent)
+
+    def _hyperparameter_specs(self):
+        return [("lengthscale", self.space.n_continuous), ("alpha", self.space.n_discrete),
+                ("beta", self.space.n_discrete), ("variance", 1)]
+
+    def _args(self):
+        return (self.space.packed_spectra, self._values("alpha", self.space.n_discrete), self._betas(),
+                self._effective_variance(), self._modulation)
+
+    def _scaled(self, X):
+        C, D = self._split(X)
+        return np.ascontiguousarray(C / self._values("lengthscale", self.space.n_continuous)), D
+
+    def _gram(self, X, Y):
+        C1, D1 = self._scaled(X)
+        C2, D2 = (None, None) if Y is None else self._scaled(Y)
+        return self._backend_call("fm_gram", C1, D1, C2, D2, *self._args())
+
+    def _diag(self, X):
+        _, D = self._split(X)
+        return self._effective_variance() * self._diag_factors(D)
+
+    def _full_reduction(self, X, W):
+        C, D = self._scaled(X)
+        g_ls, g_alpha, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W, *self._args())
+        _, dlog_c = self._normaliser()
+        # σ² = variance / Π c_p(β_p): the β_p gradient also moves σ²
+        g_beta = np.asarray(g_beta) - dlog_c * g_var
+        return np.concatenate([g_ls, g_alpha, g_beta, [g_var]])
+
+    def _full_gradient(self, X):
+        from .._backends import numpy_backend
+        C, D = self._scaled(X)
+        K, dK = numpy_backend.fm_gram_gradient(C, D, *self._args())
+        P, Dc = self.space.n_discrete, self.space.n_continuous
+        _, dlog_c = self._normaliser()
+        dK[:, :, Dc + P:Dc + 2 * P] -= dlog_c[None, None, :] * K[:, :, None]
+        return K, dK
+
+
+class ModLap(FMKernel):
+    """FM kernel with f(λ, s) = 1/(1 + βλ + α d²): the paper's recommended kernel.
+
+    It obeys the frequency modulation principle (FM-P3), so every factor is
+    non-negative and the kernel decreases as the continuous distance grows.
+    """
+
+    def __init__(self, space, lengthscale=0.5, alpha=1.0, beta=1.0, variance=1.0,
+                 lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS,
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+        super().__init__(space, (1.0,), 2.0, lengthscale, alpha, beta, variance, lengthscale_bounds,
+                         alpha_bounds, beta_bounds, variance_bounds, backend)
+
+
+class ModDif(FMKernel):
+    """FM kernel with f(λ, s) = exp(−(1 + α d²) β λ).
+
+    Positive definite but it VIOLATES the frequency modulation principle: a
+    factor can grow with the continuous distance.  Kept as the paper's ablation.
+    """
+
+    def __init__(self, space, lengthscale=0.5, alpha=1.0, beta=1.0, variance=1.0,
+                 lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS,
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+        super().__init__(space, (1.0,), 2.0, lengthscale, alpha, beta, variance, lengthscale_bounds,
+                         alpha_bounds, beta_bounds, variance_bounds, backend)
+
+    @property
+    def _modulation(self):
+        return Modulation(DIFFUSION)
+
+
+class GraphKernel(_ModulatedKernel):
+    """The discrete-only graph kernel of the paper's baselines (Supp. Eq. 62):
+
+        k_Lap(v, v') = σ² Π_p Σ_i U_p[v,i] (1 + β_p λ_i)^(−1) U_p[v',i]     (kind="laplacian")
+        k_Dif(v, v') = σ² Π_p Σ_i U_p[v,i] exp(−β_p λ_i) U_p[v',i]          (kind="diffusion")
+
+    It ignores the continuous columns.  ``variance`` follows the FM
+    parameterisation (average prior variance).
+    """
+
+    def __init__(self, space, kind="laplacian", beta=1.0, variance=1.0, beta_bounds=BETA_BOUNDS,
+                 variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+        super().__init__(space, backend)
+        if kind not in ("laplacian", "diffusion"):
+            raise ValueError(f"kind must be 'laplacian' or 'diffusion', got kind={kind!r}")
+        self.kind = kind
+        self.beta = beta
+        self.variance = variance
+        self.beta_bounds = beta_bounds
+        self.variance_bounds = variance_bounds
+
+    @property
+    def _modulation(self):
+        return Modulation(DIFFUSION) if self.kind == "diffusion" else Modulation(LAP_FAMILY)
+
+    def _hyperparameter_specs(self):
+        return [("beta", self.space.n_discrete), ("variance", 1)]
+
+    def _args(self):
+        P = self.space.n_discrete
+        return (self.space.packed_spectra, np.zeros(P), self._betas(), self._effective_variance(), self._modulation)
+
+    def _no_continuous(self, X):
+        _, D = self._split(X)
+        return np.zeros((X.shape[0], 0)), D
+
+    def _gram(self, X, Y):
+        C1, D1 = self._no_continuous(X)
+        C2, D2 = (None, None) if Y is None else self._no_continuous(Y)
+        return self._backend_call("fm_gram", C1, D1, C2, D2, *self._args())
+
+    def _diag(self, X):
+        _, D = self._split(X)
+        return self._effective_variance() * self._diag_factors(D)
+
+    def _full_reduction(self, X, W):
+        C, D = self._no_continuous(X)
+        _, _, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W, *self._args())
+        _, dlog_c = self._normaliser()
+        return np.concatenate([np.asarray(g_beta) - dlog_c * g_var, [g_var]])
+
+    def _full_gradient(self, X):
+        from .._backends import numpy_backend
+        C, D = self._no_continuous(X)
+        K, dK = numpy_backend.fm_gram_gradient(C, D, *self._args())
+        P = self.space.n_discrete
+        _, dlog_c = self._normaliser()
+        dK = dK[:, :, P:]  # drop the (meaningless) α block: [β (P), variance]
+        dK[:, :, :P] -= dlog_c[None, None, :] * K[:, :, None]
+        return K, dK
+
+
+def _augment(C):
+    """c̃ = (1, 2c − 1): bias term plus continuous inputs centred on [−1, 1]."""
+    return np.hstack([np.ones((C.shape[0], 1)), 2.0 * C - 1.0])
+
+
+def arcsine_kernel(A1, A2, sigma):
+    """k_NN of GPML Eq. 4.29 on augmented inputs with Σ = diag(sigma), and its parts.
+
+    Returns (k, r, dot, n1, n2) with r = 2 ã1ᵀΣã2 / sqrt((1 + 2ã1ᵀΣã1)(1 + 2ã2ᵀΣã2)).
+    """
+    dot = 2.0 * (A1 * sigma) @ A2.T
+    n1 = 1.0 + 2.0 * np.einsum("ij,j,ij->i", A1, sigma, A1)
+    n2 = 1.0 + 2.0 * np.einsum("ij,j,ij->i", A2, sigma, A2)
+    r = np.clip(dot / np.sqrt(n1[:, None] * n2[None, :]), -1.0, 1.0)
+    return (2.0 / np.pi) * np.arcsin(r), r, dot, n1, n2
+
+
+class ModNN(_ModulatedKernel):
+    """Non-stationary FM kernel (paper §3.5): f = 1/(2 + βλ − k_NN(c, c')).
+
+    k_NN is the arcsine ("neural network") kernel of GPML Eq. 4.29 on the
+    augmented input c̃ = (1, 2c − 1) with diagonal covariance Σ
+    (``nn_variance``, one entry for the bias and one per continuous dim).
+    Equivalently, ModLap's factor with α = 1 and the continuous argument
+    s = 1 − k_NN ∈ [0, 2], which is how the backends evaluate it.
+    """
+
+    def __init__(self, space, nn_variance=1.0, beta=1.0, variance=1.0, nn_variance_bounds=(1e-3, 1e3),
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+        super().__init__(space, backend)
+        if space.n_discrete == 0:
+            raise SpaceDefinitionError("ModNN needs at least one discrete variable; the space has none")
+        self.nn_variance = nn_variance
+        self.beta = beta
+        self.variance = variance
+        self.nn_variance_bounds = nn_variance_bounds
+        self.beta_bounds = beta_bounds
+        self.variance_bounds = variance_bounds
+
+    _modulation = Modulation(LAP_FAMILY)
+
+    def _hyperparameter_specs(self):
+        return [("nn_variance", self.space.n_continuous + 1), ("beta", self.space.n_discrete), ("variance", 1)]
+
+    def _args(self):
+        P = self.space.n_discrete
+        return (self.space.packed_spectra, np.ones(P), self._betas(), self._effective_variance(), self._modulation)
+
+    def _argument(self, X, Y):
+        C1, D1 = self._split(X)
+        A1 = _augment(C1)
+        if Y is None:
+            A2, D2 = A1, None
+        else:
+            C2, D2 = self._split(Y)
+            A2 = _augment(C2)
+        sigma = self._values("nn_variance", self.space.n_continuous + 1)
+        k, r, dot, n1, n2 = arcsine_kernel(A1, A2, sigma)
+        return 1.0 - k, D1, D2, (A1, sigma, r, n1)
+
+    def _gram(self, X, Y):
+        R, D1, D2, _ = self._argument(X, Y)
+        return self._backend_call("fm_gram_from_argument", np.ascontiguousarray(R), D1, D2, *self._args())
+
+    def _diag(self, X):
+        C, D = self._split(X)
+        A = _augment(C)
+        sigma = self._values("nn_variance", self.space.n_continuous + 1)
+        q = 2.0 * np.einsum("ij,j,ij->i", A, sigma, A)
+        k_self = (2.0 / np.pi) * np.arcsin(np.clip(q / (1.0 + q), -1.0, 1.0))
+        # s = 1 − k_NN(c, c) varies per point, so evaluate each factor on the diagonal pair
+        out = np.full(X.shape[0], self._effective_variance())
+        betas = self._betas()
+        for p, spectrum in enumerate(self.space.graphs):
+            f = self._modulation.value(spectrum.group_values[None, :], (1.0 - k_self)[:, None], betas[p])
+            weights = np.repeat(f, np.diff(spectrum.group_starts), axis=1)       # (N, n)
+            U = spectrum.eigenvectors[D[:, p]]                                  # (N, n)
+            out *= np.sum(U * U * weights, axis=1)
+        return out
+
+    def _dR_dlog_sigma(self, A, sigma, r, n):
+        """∂R/∂log Σ_j for R = 1 − k_NN, shape (N, N, Dc+1) built one j at a time by the caller."""
+        scale = (2.0 / np.pi) / np.sqrt(np.maximum(1.0 - r * r, 1e-300))
+        sq = np.sqrt(n[:, None] * n[None, :])
+        for j in range(A.shape[1]):
+            a = A[:, j]
+            # r = dot/√(n1 n2): ∂r/∂Σ_j = 2 a_j a'_j/√(n1n2) − r(a_j²/n1 + a'_j²/n2)
+            dr = 2.0 * np.outer(a, a) / sq - r * (a[:, None] ** 2 / n[:, None] + a[None, :] ** 2 / n[None, :])
+            yield -scale * dr * sigma[j]
+
+    def _full_reduction(self, X, W):
+        R, D, _, (A, sigma, r, n) = self._argument(X, None)
+        g_alpha, g_beta, g_var, omega = self._backend_call(
+            "fm_reduction_from_argument", np.ascontiguousarray(R), D, W, *self._args())
+        g_sigma = np.array([np.sum(omega * dR) for dR in self._dR_dlog_sigma(A, sigma, r, n)])
+        _, dlog_c = self._normaliser()
+        return np.concatenate([g_sigma, np.asarray(g_beta) - dlog_c * g_var, [g_var]])
+
+    def _full_gradient(self, X):
+        from .._backends import numpy_backend
+        R, D, _, (A, sigma, r, n) = self._argument(X, None)
+        args = self._args()
+        N, P = X.shape[0], self.space.n_discrete
+        K = numpy_backend.fm_gram_from_argument(R, D, None, *args)
+        # dK/dR and dK/dlogβ via the reduction with unit weights on each pair would be
+        # O(N⁴); instead use the per-factor derivatives through fm_gram_gradient's logic.
+        spectra, alphas, betas, variance, modulation = args
+        Fs, dFs, dFbs = [], [], []
+        for p in range(P):
+            F, dF, dFb = numpy_backend._factor(spectra, p, D[:, p], D[:, p], R, betas[p], modulation, True)
+            Fs.append(F); dFs.append(dF); dFbs.append(dFb)
+        others = numpy_backend._products_of_others(Fs)
+        dK_dR = sum(variance * others[p] * dFs[p] for p in range(P))
+        dK = np.empty((N, N, A.shape[1] + P + 1))
+        for j, dR in enumerate(self._dR_dlog_sigma(A, sigma, r, n)):
+            dK[:, :, j] = dK_dR * dR
+        _, dlog_c = self._normaliser()
+        for p in range(P):
+            dK[:, :, A.shape[1] + p] = variance * others[p] * dFbs[p] - dlog_c[p] * K
+        dK[:, :, -1] = K
+        return K, dK

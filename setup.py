@@ -1,0 +1,85 @@
+"""Build script for fastfm's compiled extension ``fastfm._cpp``.
+
+The extension is optional: if the compiler fails, the package still installs
+and ``import fastfm`` falls back to the NumPy reference backend with a
+warning.  OpenMP is used when the compiler accepts ``-fopenmp``; otherwise the
+same sources build serially.
+"""
+import os
+import sys
+import tempfile
+from glob import glob
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+try:
+    from pybind11.setup_helpers import Pybind11Extension
+except ImportError:  # pybind11 is a build requirement; this only helps `python setup.py --version`
+    Pybind11Extension = None
+
+
+def _compiler_accepts(compiler, flags, source="int main(void) { return 0; }\n"):
+    """True when ``compiler`` compiles and links a tiny program with ``flags``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.cpp")
+        with open(src, "w") as fh:
+            fh.write(source)
+        try:
+            objects = compiler.compile([src], output_dir=tmp, extra_postargs=flags)
+            compiler.link_executable(objects, os.path.join(tmp, "probe"), extra_postargs=flags)
+        except Exception:
+            return False
+    return True
+
+
+_OPENMP_PROBE = "#include <omp.h>\nint main(void) { return omp_get_max_threads() > 0 ? 0 : 1; }\n"
+
+
+class OptionalOpenMPBuildExt(build_ext):
+    """Adds OpenMP when available and never lets a compiler failure abort the install."""
+
+    def build_extensions(self):
+        use_openmp = os.environ.get("FASTFM_NO_OPENMP", "") == ""
+        openmp_flags = []
+        if use_openmp and self.compiler.compiler_type == "unix":
+            for flags in (["-fopenmp"], ["-Xpreprocessor", "-fopenmp", "-lomp"]):
+                if _compiler_accepts(self.compiler, flags, _OPENMP_PROBE):
+                    openmp_flags = flags
+                    break
+        elif use_openmp and self.compiler.compiler_type == "msvc":
+            openmp_flags = ["/openmp"]
+        for ext in self.extensions:
+            if openmp_flags:
+                ext.extra_compile_args += openmp_flags
+                ext.extra_link_args += [f for f in openmp_flags if f != "-Xpreprocessor"]
+                ext.define_macros.append(("FASTFM_HAVE_OPENMP", "1"))
+        if not openmp_flags:
+            print("fastfm: OpenMP not available, building the extension serially", file=sys.stderr)
+        super().build_extensions()
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # the NumPy backend keeps the package usable
+            print(
+                f"fastfm: WARNING: building {ext.name} failed ({exc}); "
+                "fastfm will use the NumPy reference backend",
+                file=sys.stderr,
+            )
+
+
+ext_modules = []
+if Pybind11Extension is not None and os.environ.get("FASTFM_NO_EXTENSION", "") == "":
+    extra = ["-O3"] if sys.platform != "win32" else ["/O2"]
+    ext_modules.append(
+        Pybind11Extension(
+            "fastfm._cpp",
+            sorted(glob("csrc/*.cpp")),  # sorted: reproducible builds
+            include_dirs=["csrc/include"],
+            cxx_std=17,
+            extra_compile_args=extra,
+        )
+    )
+
+setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalOpenMPBuildExt})
