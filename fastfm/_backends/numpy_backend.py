@@ -174,3 +174,62 @@ def fm_gram_gradient(C, D, spectra, alphas, betas, variance, modulation):
     for d in range(Dc):
         dK[:, :, d] = dK_dR * dR_dsq * (-2.0) * (C[:, d, None] - C[None, :, d]) ** 2
     return K, dK
+
+
+def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, variance, modulation):
+    """Cross-covariances of graph neighbours of one point against N points.
+
+    Row m is k(x_m, X) where x_m is (c, v) with discrete variable
+    ``var_index[m]`` moved to state ``new_state[m]``.  Only that variable's
+    factor changes, so each row reuses Q_p = Π_{q≠p} F_q of the base point
+    (SPEC §2): the cost of all rows is about one kernel row plus one factor
+    per neighbour.
+
+    Parameters
+    ----------
+    c : (Dc,) scaled continuous part;  v : (P,) int64 states
+    C : (N, Dc), D : (N, P)
+    var_index, new_state : (M,) int64
+
+    Returns
+    -------
+    K : (M, N)
+    """
+    R = continuous_argument(c[None, :], C, modulation.exponent)[0]              # (N,)
+    P = spectra.n_variables
+    Fs = [_factor(spectra, p, np.array([v[p]]), D[:, p], alphas[p] * R[None, :], betas[p], modulation, False)[0][0]
+          for p in range(P)]
+    others = _products_of_others(Fs)
+    K = np.empty((len(var_index), C.shape[0]))
+    for m, (p, u) in enumerate(zip(var_index, new_state)):
+        F_new = _factor(spectra, p, np.array([u]), D[:, p], alphas[p] * R[None, :], betas[p], modulation, False)[0][0]
+        K[m] = variance * others[p] * F_new
+    return K
+
+
+def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
+    """K(X1, X2) and its derivative w.r.t. the scaled continuous inputs of X1.
+
+    Returns
+    -------
+    K : (M, N)
+    dK : (M, N, Dc), dK[m, n, d] = ∂K[m, n]/∂C1[m, d]
+    """
+    t = modulation.exponent
+    sq = continuous_argument(C1, C2, 2.0)
+    R = sq if t == 2.0 else sq ** (0.5 * t)
+    P = spectra.n_variables
+    Fs, dFs = [], []
+    for p in range(P):
+        F, dF, _ = _factor(spectra, p, D1[:, p], D2[:, p], alphas[p] * R, betas[p], modulation, True)
+        Fs.append(F); dFs.append(dF)
+    if P == 0:
+        return np.full(R.shape, float(variance)), np.zeros(R.shape + (C1.shape[1],))
+    others = _products_of_others(Fs)
+    K = variance * others[0] * Fs[0]
+    dK_dR = sum(variance * others[p] * alphas[p] * dFs[p] for p in range(P))
+    if t != 2.0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dK_dR = np.where(sq > 0, dK_dR * 0.5 * t * sq ** (0.5 * t - 1.0), 0.0)
+    diff = C1[:, None, :] - C2[None, :, :]                                        # (M, N, Dc)
+    return K, 2.0 * dK_dR[:, :, None] * diff

@@ -187,6 +187,45 @@ class Kernel:
             raise ValueError(f"W must have shape ({X.shape[0]}, {X.shape[0]}), got W.shape={W.shape}")
         return self._full_reduction(X, W)[self._free_mask()]
 
+    def neighbour_gram(self, x, X, var_index, new_state):
+        """Cross-covariances of discrete graph neighbours of ``x`` against ``X``.
+
+        Row m is K(x_m, X), where x_m equals ``x`` except that discrete
+        variable ``var_index[m]`` (0-based among the discrete variables) takes
+        state ``new_state[m]``.  Kernels whose factors allow it (the FM family)
+        reuse the factors neighbours share; this default builds the points.
+
+        Returns
+        -------
+        ndarray of shape (M, N)
+        """
+        x = np.asarray(x, dtype=np.float64)
+        var_index = np.asarray(var_index, dtype=np.int64)
+        new_state = np.asarray(new_state, dtype=np.float64)
+        points = np.repeat(x[None, :], len(var_index), axis=0)
+        n_continuous = self.n_dims - self._n_discrete()
+        points[np.arange(len(var_index)), n_continuous + var_index] = new_state
+        return self(points, X)
+
+    def _n_discrete(self):
+        space = getattr(self, "space", None)
+        return space.n_discrete if space is not None else 0
+
+    def gram_and_input_gradient(self, X1, X2):
+        """K(X1, X2) and ∂K[m, n]/∂X1[m, d] for the continuous columns d.
+
+        Returns
+        -------
+        K : ndarray of shape (M, N)
+        dK : ndarray of shape (M, N, n_continuous)
+        """
+        X1 = self._check_X(X1)
+        X2 = self._check_X(X2, "X2")
+        return self._gram_and_input_gradient(X1, X2)
+
+    def _gram_and_input_gradient(self, X1, X2):
+        raise NotImplementedError(f"{type(self).__name__} has no input gradient")
+
     def gram_and_gradient_reduction(self, X, W):
         """(K(X, X), gradient_reduction(X, W)); a convenience for tests and benchmarks."""
         return self(X), self.gradient_reduction(X, W)
@@ -213,6 +252,9 @@ class _Composite(Kernel):
     @property
     def n_dims(self):
         return self.k1.n_dims
+
+    def _n_discrete(self):
+        return self.k1._n_discrete()
 
     @property
     def hyperparameters(self):
@@ -261,6 +303,11 @@ class _Composite(Kernel):
 class Sum(_Composite):
     """k1 + k2."""
 
+    def _gram_and_input_gradient(self, X1, X2):
+        K1, dK1 = self.k1._gram_and_input_gradient(X1, X2)
+        K2, dK2 = self.k2._gram_and_input_gradient(X1, X2)
+        return K1 + K2, dK1 + dK2
+
     def _gram(self, X, Y):
         return self.k1._gram(X, Y) + self.k2._gram(X, Y)
 
@@ -278,6 +325,11 @@ class Sum(_Composite):
 
 class Product(_Composite):
     """k1 · k2 (elementwise)."""
+
+    def _gram_and_input_gradient(self, X1, X2):
+        K1, dK1 = self.k1._gram_and_input_gradient(X1, X2)
+        K2, dK2 = self.k2._gram_and_input_gradient(X1, X2)
+        return K1 * K2, dK1 * K2[:, :, None] + dK2 * K1[:, :, None]
 
     def _gram(self, X, Y):
         return self.k1._gram(X, Y) * self.k2._gram(X, Y)

@@ -44,6 +44,15 @@ class _Stationary(SpaceKernel):
     def _diag(self, X):
         return np.full(X.shape[0], float(self.variance))
 
+    def _gram_and_input_gradient(self, X1, X2):
+        A, B = self._scaled(X1), self._scaled(X2)
+        g, dg = self._profile(self._sqdist(A, B))
+        var = float(self.variance)
+        # ∂d²/∂c_d = 2 (a_d − b_d)/θ_d
+        lengthscale = self._values("lengthscale", self.space.n_continuous)
+        dK = 2.0 * var * dg[:, :, None] * (A[:, None, :] - B[None, :, :]) / lengthscale[None, None, :]
+        return var * g, dK
+
     def _full_reduction(self, X, W):
         A = self._scaled(X)
         g, dg = self._profile(self._sqdist(A, A))

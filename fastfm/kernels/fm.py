@@ -136,6 +136,25 @@ class FMKernel(_ModulatedKernel):
         _, D = self._split(X)
         return self._effective_variance() * self._diag_factors(D)
 
+    def neighbour_gram(self, x, X, var_index, new_state):
+        x = self._check_X(np.asarray(x, dtype=np.float64)[None, :], "x")
+        c, v = self._scaled(x)
+        C, D = self._scaled(self._check_X(X))
+        var_index = np.ascontiguousarray(var_index, dtype=np.int64)
+        new_state = np.ascontiguousarray(new_state, dtype=np.int64)
+        P = self.space.n_discrete
+        if np.any(var_index < 0) or np.any(var_index >= P):
+            raise ValueError(f"var_index must lie in [0, {P - 1}], got {var_index!r}")
+        if np.any(new_state < 0) or np.any(new_state >= self.space.n_states[var_index]):
+            raise ValueError(f"new_state holds a state index outside its variable's range: {new_state!r}")
+        return self._backend_call("fm_neighbour_gram", c[0], v[0], C, D, var_index, new_state, *self._args())
+
+    def _gram_and_input_gradient(self, X1, X2):
+        C1, D1 = self._scaled(X1)
+        C2, D2 = self._scaled(X2)
+        K, dK = self._backend_call("fm_cross_gradient", C1, D1, C2, D2, *self._args())
+        return K, dK / self._values("lengthscale", self.space.n_continuous)[None, None, :]
+
     def _full_reduction(self, X, W):
         C, D = self._scaled(X)
         g_ls, g_alpha, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W, *self._args())
@@ -230,6 +249,9 @@ class GraphKernel(_ModulatedKernel):
     def _diag(self, X):
         _, D = self._split(X)
         return self._effective_variance() * self._diag_factors(D)
+
+    def _gram_and_input_gradient(self, X1, X2):
+        return self._gram(X1, X2), np.zeros((X1.shape[0], X2.shape[0], self.space.n_continuous))
 
     def _full_reduction(self, X, W):
         C, D = self._no_continuous(X)
