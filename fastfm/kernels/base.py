@@ -133,6 +133,8 @@ class Kernel:
         values[mask] = theta
         i = 0
         for name, n in self._hyperparameter_specs():
+            if n == 0:  # e.g. lengthscales of a space without continuous parameters
+                continue
             new = np.exp(values[i:i + n])
             setattr(self, name, new if n > 1 or np.ndim(getattr(self, name)) else float(new[0]))
             i += n

@@ -360,6 +360,32 @@ class ModNN(_ModulatedKernel):
             dr = 2.0 * np.outer(a, a) / sq - r * (a[:, None] ** 2 / n[:, None] + a[None, :] ** 2 / n[None, :])
             yield -scale * dr * sigma[j]
 
+    def _gram_and_input_gradient(self, X1, X2):
+        from .._backends import numpy_backend
+        C1, D1 = self._split(X1)
+        C2, D2 = self._split(X2)
+        A1, A2 = _augment(C1), _augment(C2)
+        sigma = self._values("nn_variance", self.space.n_continuous + 1)
+        k, r, dot, n1, n2 = arcsine_kernel(A1, A2, sigma)
+        R = 1.0 - k
+        spectra, alphas, betas, variance, modulation = self._args()
+        Fs, dFs = [], []
+        for p in range(self.space.n_discrete):
+            F, dF, _ = numpy_backend._factor(spectra, p, D1[:, p], D2[:, p], R, betas[p], modulation, True)
+            Fs.append(F); dFs.append(dF)
+        others = numpy_backend._products_of_others(Fs)
+        K = variance * others[0] * Fs[0]
+        dK_dR = sum(variance * others[p] * dFs[p] for p in range(len(Fs)))
+        # R = 1 − (2/π) arcsin(r), r = 2ã1ᵀΣã2/√(n1 n2), ã = (1, 2c − 1): ∂ã_j/∂c_d = 2 for j = d + 1
+        dk_dr = (2.0 / np.pi) / np.sqrt(np.maximum(1.0 - r * r, 1e-300))
+        sq = np.sqrt(n1[:, None] * n2[None, :])
+        dK = np.empty(K.shape + (self.space.n_continuous,))
+        for d in range(self.space.n_continuous):
+            j = d + 1
+            dr = 2.0 * sigma[j] * A2[None, :, j] / sq - r * 2.0 * sigma[j] * A1[:, None, j] / n1[:, None]
+            dK[:, :, d] = -dK_dR * dk_dr * dr * 2.0
+        return K, dK
+
     def _full_reduction(self, X, W):
         R, D, _, (A, sigma, r, n) = self._argument(X, None)
         g_alpha, g_beta, g_var, omega = self._backend_call(

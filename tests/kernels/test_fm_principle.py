@@ -1,0 +1,72 @@
+"""The frequency modulation principle (paper Thm. 3.2): ModLap factors are non-negative and
+the kernel does not increase as the continuous distance grows; ModDif violates it."""
+import numpy as np
+import pytest
+
+import fastfm as ff
+from _spaces import SPACES
+from fastfm import kernels as fk
+from fastfm._backends import numpy_backend
+from fastfm._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
+
+
+@pytest.mark.parametrize("modulation", [Modulation(LAP_FAMILY), Modulation(LAP_FAMILY, (0.2, 1.0, 3.0), 1.5)],
+                         ids=["ModLap", "generalised"])
+def test_fm_factors_are_non_negative(space, rng, modulation):
+    spectra = space.packed_spectra
+    s = rng.exponential(2.0, size=(1, 64))
+    for p, n in enumerate(spectra.n_states):
+        v = np.arange(n)
+        for beta in (1e-3, 0.3, 5.0, 100.0):
+            for v1 in v:
+                F, _, _ = numpy_backend._factor(spectra, p, np.array([v1]), v, np.repeat(s, n, 0)[:1].T @ np.ones((1, n)),
+                                                beta, modulation, False)
+                assert F.min() >= -1e-14
+
+
+@pytest.mark.parametrize("factory", [fk.ModLap, lambda s, **k: fk.FMKernel(s, coefficients=(0.5, 2.0), exponent=1.0, **k)],
+                         ids=["ModLap", "generalised"])
+@pytest.mark.parametrize("space_name", [n for n, s in SPACES.items() if s.n_continuous > 0])
+def test_kernel_does_not_increase_with_continuous_distance(space_name, rng, factory):
+    space = SPACES[space_name]
+    kernel = factory(space, backend="numpy")
+    kernel.theta = rng.uniform(kernel.bounds[:, 0] * 0.5, kernel.bounds[:, 1] * 0.5)
+    base = space.sample_encoded(200, seed=11)
+    partner = space.sample_encoded(200, seed=12)
+    far = partner.copy()
+    # move the partner's continuous part away from base along the same direction
+    cont = space.continuous_dims
+    direction = partner[:, cont] - base[:, cont]
+    far[:, cont] = base[:, cont] + direction * rng.uniform(1.0, 3.0, size=(200, 1))
+    inside = np.all((far[:, cont] >= 0) & (far[:, cont] <= 1), axis=1)
+    near_k = np.einsum("ii->i", kernel(base[inside], partner[inside]))
+    far_k = np.einsum("ii->i", kernel(base[inside], far[inside]))
+    assert inside.sum() > 20
+    assert np.all(far_k <= near_k * (1 + 1e-12) + 1e-300)
+
+
+def test_moddif_violates_the_principle_on_a_concrete_pair():
+    """For v ≠ v' on a complete graph the ModDif factor is (1 − exp(−(1+αd²)βn))/n, which GROWS with d."""
+    space = ff.Space([ff.Real("c", 0.0, 1.0), ff.Categorical("v", ["a", "b", "c"])])
+    x = space.encode([{"c": 0.0, "v": "a"}])
+    near = space.encode([{"c": 0.0, "v": "b"}])
+    far = space.encode([{"c": 1.0, "v": "b"}])
+    dif = fk.ModDif(space, lengthscale=0.5, alpha=1.0, beta=0.2)
+    lap = fk.ModLap(space, lengthscale=0.5, alpha=1.0, beta=0.2)
+    assert dif(x, far)[0, 0] > dif(x, near)[0, 0] * 1.5       # more distant, MORE similar: violation
+    assert lap(x, far)[0, 0] < lap(x, near)[0, 0]              # ModLap behaves as a similarity
+
+
+def test_complete_graph_factor_closed_form_matches_eigen_sum(rng):
+    space = ff.Space([ff.Real("c", 0, 1), ff.Categorical("v", list(range(7)))])
+    kernel = fk.ModLap(space, lengthscale=0.3, alpha=2.0, beta=0.4, variance=1.0, backend="numpy")
+    X = space.sample_encoded(50, seed=4)
+    K = kernel(X)
+    d2 = ((X[:, None, 0] - X[None, :, 0]) / 0.3) ** 2
+    n = 7
+    f0 = 1.0 / (1.0 + 2.0 * d2)
+    fn = 1.0 / (1.0 + 0.4 * n + 2.0 * d2)
+    same = X[:, None, 1] == X[None, :, 1]
+    factor = f0 / n + fn * (same - 1.0 / n)
+    c = (1.0 / 1.0 + (n - 1) / (1.0 + 0.4 * n)) / n      # mean diagonal at d = 0 (variance parameterisation)
+    np.testing.assert_allclose(K, factor / c, rtol=1e-12)
