@@ -1,0 +1,17 @@
+"""Benchmark problems of the FM-kernel paper (SPEC §6), with their spaces and known optima.
+
+>>> from fastfm.benchmarks import get_problem
+>>> problem = get_problem("func2c")
+>>> y = problem(problem.space.sample(1, seed=0)[0])
+
+The hyperparameter problems ("svm", "xgboost") need ``pip install fastfm[bench]``.
+"""
+from .base import PROBLEMS, Problem, get_problem
+from .hpo import SVM, XGBoost
+from .synthetic import Ackley5C, Func2C, Func3C, beale, rosenbrock, six_hump_camel
+
+__all__ = [
+    "Problem", "PROBLEMS", "get_problem",
+    "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost",
+    "rosenbrock", "six_hump_camel", "beale",
+]
