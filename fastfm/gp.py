@@ -1,0 +1,693 @@
+"""Exact Gaussian process regression on encoded mixed-space arrays (SPEC §5).
+
+The regressor follows scikit-learn's ``GaussianProcessRegressor``: ``__init__``
+only stores its arguments, ``fit`` sets the trailing-underscore attributes, and
+the kernel is only ever touched through its ``theta``/``bounds`` contract
+(``fastfm.kernels.base``).  The hyperparameter vector the regressor optimises
+is ``[kernel.theta, log noise]``.
+
+Units
+-----
+``y`` is optionally log-transformed and then standardised (``normalize_y``);
+the GP models the *standardised latent* f with a zero prior mean, and the
+noise variance ``noise_`` lives in those standardised units.  ``predict``
+returns the original units, ``predict_standardized*`` the latent units the
+acquisition functions work in.
+
+Numerics (GPML = Rasmussen & Williams 2006)
+-------------------------------------------
+* Prediction and likelihood follow GPML Alg. 2.1 with one Cholesky factor.
+* The likelihood gradient is GPML Eq. 5.9,
+  ∂ log p(y|X,θ)/∂θ_j = ½ tr((ααᵀ − K⁻¹) ∂K/∂θ_j),
+  evaluated as the kernel's fused ``gradient_reduction(X, W)`` with
+  W = ½(ααᵀ − K⁻¹): the N×N×n_theta tensor is never formed.
+* A Cholesky that fails is retried with an escalating diagonal jitter
+  (``_JITTER_SCHEDULE``); ``fit`` warns with :class:`JitterWarning` when the
+  final model needed one.
+"""
+import math
+import numbers
+import warnings
+
+import numpy as np
+from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg.lapack import dpotri
+from scipy.optimize import minimize
+
+from .exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
+
+__all__ = ["GaussianProcessRegressor", "GaussianLogPrior", "JitterWarning"]
+
+# Jitter added to the diagonal, as a multiple of the mean diagonal of K + noise·I, tried in this order
+# after a plain Cholesky fails: 1e-10 .. 1e-4 in decades.  Beyond 1e-4 the jitter would dominate the
+# smallest noise (1e-6 by default) by orders of magnitude and the model would no longer be the one asked for.
+_JITTER_SCHEDULE = tuple(10.0 ** e for e in range(-10, -3))
+
+# Value of −log marginal likelihood returned to L-BFGS-B for a θ where the Cholesky fails or the result is
+# non-finite: large enough to be worse than any attainable value (|log p| ≲ N²/noise_min stays far below
+# it for N ≤ 10⁵), finite so the line search backs off instead of breaking.
+_FAILED_OBJECTIVE = 1e25
+
+# L-BFGS-B limits per restart.  Fits start from the previous optimum in BO, so most restarts converge in
+# far fewer iterations; the cap bounds the worst case on flat likelihood ridges.
+_LBFGSB_OPTIONS = {"maxiter": 200}
+
+# Step of the central differences used for ∂k(x,x)/∂c when a kernel's diagonal depends on the
+# continuous inputs (e.g. the non-stationary ModNN); the inputs live in the unit cube.
+_DIAG_FD_STEP = 1e-6
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class JitterWarning(RuntimeWarning):
+    """The kernel matrix needed diagonal jitter to be factorised."""
+
+
+class GaussianLogPrior:
+    """An independent Gaussian prior on log hyperparameters, for ``theta_prior``.
+
+    log p(θ) = −½ Σ_j ((θ_j − mean_j)/std_j)² + const, over the regressor's full
+    vector ``[kernel.theta, log noise]``.  A weak prior (std of a few units of
+    log) keeps lengthscales and the noise away from the degenerate corners of
+    the bounds when BO has only a handful of points.
+
+    Parameters
+    ----------
+    mean : float or array of shape (n_theta + 1,)
+        Prior means of the log hyperparameters.
+    std : float or array of shape (n_theta + 1,)
+        Prior standard deviations (> 0), in log units.
+    """
+
+    def __init__(self, mean, std):
+        self.mean = mean
+        self.std = std
+
+    def __call__(self, theta):
+        """(log p(θ) up to a constant, ∂ log p/∂θ of shape (n,))."""
+        theta = np.asarray(theta, dtype=float)
+        mean = np.broadcast_to(np.asarray(self.mean, dtype=float), theta.shape)
+        std = np.broadcast_to(np.asarray(self.std, dtype=float), theta.shape)
+        if np.any(~(std > 0)):
+            raise ValueError(f"GaussianLogPrior std must be positive, got std={self.std!r}")
+        r = (theta - mean) / std
+        return -0.5 * float(r @ r), -r / std
+
+    def __repr__(self):
+        return f"GaussianLogPrior(mean={self.mean!r}, std={self.std!r})"
+
+
+def _check_noise_bounds(noise_bounds, noise):
+    """Log bounds of the noise (1, 2); a fixed noise gets equal bounds (L-BFGS-B keeps it in place)."""
+    if isinstance(noise_bounds, str):
+        if noise_bounds != "fixed":
+            raise ValueError(f"noise_bounds must be a (low, high) pair or 'fixed', got noise_bounds={noise_bounds!r}")
+        return np.array([[math.log(noise), math.log(noise)]])
+    b = np.asarray(noise_bounds, dtype=float)
+    if b.shape != (2,) or not np.all(np.isfinite(b)) or b[0] <= 0 or b[0] >= b[1]:
+        raise ValueError(f"noise_bounds must be a positive (low, high) pair with low < high, "
+                         f"got noise_bounds={noise_bounds!r}")
+    return np.log(b)[None, :]
+
+
+def _cholesky_with_jitter(K, theta=None):
+    """Lower Cholesky factor of K, adding jitter on the diagonal if needed.
+
+    Parameters
+    ----------
+    K : ndarray of shape (N, N)
+        Symmetric matrix (K + noise·I); not modified.
+    theta : array or None
+        Only used to name the hyperparameters in the error message.
+
+    Returns
+    -------
+    L : ndarray of shape (N, N)
+        Lower triangular, L Lᵀ = K + jitter·I.
+    jitter : float
+        The jitter that was added (0.0 when none was needed).
+
+    Raises
+    ------
+    NotPositiveDefiniteError
+        K holds NaN/inf, or stays non positive definite after the largest jitter.
+    """
+    where = "" if theta is None else f" at theta={np.array2string(np.asarray(theta), precision=4)}"
+    if not np.all(np.isfinite(K)):
+        i, j = np.argwhere(~np.isfinite(K))[0]
+        raise NotPositiveDefiniteError(
+            f"the kernel matrix holds a non-finite value K[{i}, {j}]={float(K[i, j])!r}{where}; "
+            "check the inputs and the kernel's hyperparameters")
+    try:  # GPML Alg. 2.1, line 2: L := cholesky(K + σ_n² I)
+        return cholesky(K, lower=True, check_finite=False), 0.0
+    except np.linalg.LinAlgError:
+        pass
+    scale = float(np.mean(np.diag(K)))
+    if not scale > 0:
+        raise NotPositiveDefiniteError(
+            f"the kernel matrix has a non-positive mean diagonal {scale!r}{where}; it cannot be a covariance")
+    Kj = K.copy()
+    diag = np.einsum("ii->i", Kj)  # a writable view of the diagonal
+    base = np.diag(K).copy()
+    for factor in _JITTER_SCHEDULE:
+        jitter = factor * scale
+        diag[:] = base + jitter
+        try:
+            return cholesky(Kj, lower=True, check_finite=False), jitter
+        except np.linalg.LinAlgError:
+            continue
+    raise NotPositiveDefiniteError(
+        f"the kernel matrix (N={K.shape[0]}) is not positive definite even with jitter "
+        f"{_JITTER_SCHEDULE[-1]:.0e}·mean(diag){where}; raise the noise lower bound (noise_bounds), "
+        "remove duplicate inputs, or check the kernel")
+
+
+def _inverse_from_cholesky(L):
+    """K⁻¹ from its lower Cholesky factor (LAPACK dpotri), symmetric, shape (N, N)."""
+    inv, info = dpotri(L, lower=1)
+    if info != 0:
+        raise NotPositiveDefiniteError(f"inverting the Cholesky factor failed (LAPACK dpotri info={info})")
+    # dpotri fills the lower triangle only
+    inv = np.tril(inv)
+    return inv + np.tril(inv, -1).T
+
+
+class GaussianProcessRegressor:
+    """Exact GP regression with hyperparameters by type-II maximum likelihood.
+
+    Parameters
+    ----------
+    kernel : fastfm.kernels.Kernel
+        Prior covariance; not modified (``fit`` works on a clone, ``kernel_``).
+        Its current ``theta`` is the first L-BFGS-B start.
+    space : Space or None
+        When given, ``fit``/``predict`` also accept lists of config dicts
+        (encoded with ``space.encode``) and validate encoded arrays.
+    optimizer : "fmin_l_bfgs_b" or None
+        None keeps the kernel's hyperparameters and ``noise`` fixed.
+    n_restarts : int, default 10
+        Extra L-BFGS-B starts drawn uniformly in the log bounds (kernel and
+        noise), after the start at the kernel's current theta.  On a refit of
+        the same estimator the previous optimum is one more start.
+    noise : float, default 1e-4
+        Initial (or, with ``optimizer=None``/``noise_bounds="fixed"``, fixed)
+        noise variance, in standardised-y units.
+    noise_bounds : (low, high) or "fixed", default (1e-6, 1.0)
+        Bounds of the noise variance (standardised units).  The lower bound is
+        also the floor that keeps duplicate inputs factorisable.
+    normalize_y : bool, default True
+        Standardise y (after the optional log) to zero mean and unit variance;
+        a constant y or a single observation uses a unit scale.
+    log_transform_y : bool, default False
+        Model log(y).  Needs every y > 0 (shift the objective first otherwise);
+        ``predict`` then returns exp of the predictive mean of log y, i.e. the
+        predictive *median* of y, while its std/cov stay in natural-log units
+        of y (the spread of log y).  ``predict_standardized*`` are unaffected.
+    random_state : None, int or numpy Generator
+        Seeds the random restarts; an int makes ``fit`` deterministic.
+    copy_X_train : bool, default True
+        Store a copy of X (otherwise a reference).
+    theta_prior : callable or None, default None
+        Optional log prior over ``[kernel.theta, log noise]``: a callable
+        returning (log p(θ), ∂ log p/∂θ), e.g. :class:`GaussianLogPrior`.
+        ``fit`` then maximises log p(y|θ) + log p(θ) (MAP-II); the reported
+        ``log_marginal_likelihood_value_`` excludes the prior.
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        Fitted clone of ``kernel``.
+    noise_ : float
+        Fitted noise variance (standardised units).
+    X_train_ : ndarray of shape (N, n_dims)
+    y_train_ : ndarray of shape (N,)
+        Standardised (and, if asked, log-transformed) targets.
+    y_mean_, y_std_ : float
+        Standardisation: y_train_ = (t(y) − y_mean_)/y_std_, t = log or identity.
+    alpha_ : ndarray of shape (N,)
+        (K + noise·I)⁻¹ y_train_.
+    L_ : ndarray of shape (N, N)
+        Lower Cholesky factor of K + noise·I + jitter·I.
+    jitter_ : float
+        Jitter added to the diagonal of the final factor (0.0 when none).
+    log_marginal_likelihood_value_ : float
+        log p(y_train_ | X, θ) at the fitted hyperparameters.
+    n_restarts_failed_ : int
+        Starts whose optimisation failed (skipped).
+    best_y_standardized_ : float
+        min(y_train_): the incumbent for expected improvement (minimisation).
+    """
+
+    def __init__(self, kernel, space=None, optimizer="fmin_l_bfgs_b", n_restarts=10, noise=1e-4,
+                 noise_bounds=(1e-6, 1.0), normalize_y=True, log_transform_y=False, random_state=None,
+                 copy_X_train=True, theta_prior=None):
+        self.kernel = kernel
+        self.space = space
+        self.optimizer = optimizer
+        self.n_restarts = n_restarts
+        self.noise = noise
+        self.noise_bounds = noise_bounds
+        self.normalize_y = normalize_y
+        self.log_transform_y = log_transform_y
+        self.random_state = random_state
+        self.copy_X_train = copy_X_train
+        self.theta_prior = theta_prior
+
+    # ------------------------------------------------------------------ inputs
+    def _encoding_space(self):
+        return self.space if self.space is not None else getattr(self.kernel, "space", None)
+
+    def _as_array(self, X, name="X", validate=True):
+        """Encoded float64 array (N, n_dims) from an array or, with a space, config dicts."""
+        space = self._encoding_space()
+        if isinstance(X, dict) or (isinstance(X, (list, tuple)) and len(X) and isinstance(X[0], dict)):
+            if space is None:
+                raise InvalidConfigError(f"{name} holds config dicts but the regressor has no space to encode "
+                                         "them; pass space=... or encoded arrays", name)
+            X = space.encode(X)
+            if X.ndim == 1:
+                X = X[None, :]
+            return X
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X[None, :]
+        if validate and self.space is not None:
+            return self.space.validate_encoded(X, name)
+        if X.ndim != 2:
+            raise InvalidConfigError(f"{name} must be a 2-d array (n_points, n_dims), got shape {X.shape}", name)
+        if validate and not np.all(np.isfinite(X)):
+            row, col = np.argwhere(~np.isfinite(X))[0]
+            raise InvalidValueError(f"{name}[{row}, {col}] is {float(X[row, col])!r}; inputs must be finite",
+                                    name, float(X[row, col]))
+        return np.ascontiguousarray(X)
+
+    def _transform_y(self, y):
+        """(y_train_, y_mean_, y_std_) with the checks of ``fit``."""
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise InvalidConfigError(f"y must have shape (n_samples,), got y.shape={y.shape}", "y")
+        bad = np.flatnonzero(~np.isfinite(y))
+        if bad.size:
+            raise InvalidValueError(f"y[{bad[0]}] is {float(y[bad[0]])!r}; every target must be finite "
+                                    f"({bad.size} non-finite value(s); drop failed evaluations before fit)",
+                                    "y", float(y[bad[0]]))
+        if self.log_transform_y:
+            bad = np.flatnonzero(y <= 0)
+            if bad.size:
+                raise InvalidValueError(
+                    f"log_transform_y=True needs y > 0, but y[{bad[0]}] = {float(y[bad[0]])!r}; shift the objective "
+                    "(e.g. y − min(y) + 1) or use log_transform_y=False", "y", float(y[bad[0]]))
+            y = np.log(y)
+        if self.normalize_y:
+            mean = float(np.mean(y))
+            std = float(np.std(y))
+            if not std > 0:  # a constant y or a single observation: keep unit scale
+                std = 1.0
+        else:
+            mean, std = 0.0, 1.0
+        return (y - mean) / std, mean, std
+
+    def _check_params(self):
+        if self.optimizer not in ("fmin_l_bfgs_b", None):
+            raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got optimizer={self.optimizer!r}")
+        if not isinstance(self.n_restarts, numbers.Integral) or self.n_restarts < 0:
+            raise ValueError(f"n_restarts must be a non-negative integer, got n_restarts={self.n_restarts!r}")
+        noise = float(self.noise)
+        if not (math.isfinite(noise) and noise > 0):
+            raise ValueError(f"noise must be positive and finite, got noise={self.noise!r}")
+        return noise, _check_noise_bounds(self.noise_bounds, noise)
+
+    # --------------------------------------------------------- likelihood core
+    @staticmethod
+    def _factorise(kernel, X, noise, theta_for_message=None):
+        """(K, L, jitter) for K = k(X, X) + noise·I."""
+        K = kernel(X)
+        K[np.diag_indices_from(K)] += noise
+        L, jitter = _cholesky_with_jitter(K, theta_for_message)
+        return K, L, jitter
+
+    @staticmethod
+    def _lml_from_factor(L, y):
+        """(log p(y|X,θ), α) from the Cholesky factor: GPML Alg. 2.1, lines 3 and 8."""
+        # line 3: α := Lᵀ \ (L \ y)
+        alpha = solve_triangular(L, y, lower=True, check_finite=False)
+        quad = float(alpha @ alpha)
+        alpha = solve_triangular(L, alpha, lower=True, trans="T", check_finite=False)
+        # line 8 (Eq. 2.30): log p = −½ yᵀα − Σ log L_ii − (n/2) log 2π
+        lml = -0.5 * quad - float(np.sum(np.log(np.diag(L)))) - 0.5 * len(y) * _LOG_2PI
+        return lml, alpha
+
+    @staticmethod
+    def _lml_gradient(kernel, X, L, alpha, noise):
+        """∂ log p/∂[θ, log noise] by GPML Eq. 5.9 without the N×N×n_theta tensor."""
+        K_inv = _inverse_from_cholesky(L)
+        # W = ½(ααᵀ − K⁻¹): Eq. 5.9 reads ∂/∂θ_j = Σ_ab W_ab ∂K_ab/∂θ_j
+        W = np.multiply.outer(alpha, alpha)
+        W -= K_inv
+        W *= 0.5
+        grad_kernel = kernel.gradient_reduction(X, W)
+        # ∂K/∂log noise = noise·I, so the noise term is noise·tr(W)
+        grad_noise = noise * float(np.trace(W))
+        return np.append(grad_kernel, grad_noise)
+
+    def _lml(self, kernel, X, y, log_noise, eval_gradient):
+        """log p(y|X,θ) (and its gradient) for ``kernel`` as it stands and noise = exp(log_noise).
+
+        Raises NotPositiveDefiniteError when K + noise·I cannot be factorised.
+        """
+        noise = math.exp(log_noise)
+        _, L, _ = self._factorise(kernel, X, noise, np.append(kernel.theta, log_noise))
+        lml, alpha = self._lml_from_factor(L, y)
+        if not eval_gradient:
+            return lml
+        return lml, self._lml_gradient(kernel, X, L, alpha, noise)
+
+    def _objective(self, kernel, X, y, n_kernel):
+        """f(θ) = −log p(y|X,θ) − log p(θ) and its gradient, for L-BFGS-B; failures give a large finite value."""
+        prior = self.theta_prior
+
+        def objective(theta):
+            try:
+                kernel.theta = theta[:n_kernel]
+                lml, grad = self._lml(kernel, X, y, theta[n_kernel], True)
+                if prior is not None:
+                    lp, dlp = prior(theta)
+                    lml += lp
+                    grad = grad + dlp
+            except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
+                return _FAILED_OBJECTIVE, np.zeros_like(theta)
+            if not (math.isfinite(lml) and np.all(np.isfinite(grad))):
+                return _FAILED_OBJECTIVE, np.zeros_like(theta)
+            return -lml, -grad
+
+        return objective
+
+    # ------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the GP: standardise y, maximise the log marginal likelihood, factorise.
+
+        Parameters
+        ----------
+        X : array of shape (N, n_dims), or a list of N config dicts when ``space`` is set
+            Encoded inputs (``Space.encode``).
+        y : array of shape (N,)
+            Finite targets (to be minimised, in BO).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidValueError
+            A non-finite y (or y ≤ 0 with ``log_transform_y``), naming index and value.
+        FitError
+            Every L-BFGS-B start failed; the previously fitted state is untouched.
+        NotPositiveDefiniteError
+            The final kernel matrix cannot be factorised (e.g. ``optimizer=None``
+            with hyperparameters that give a NaN or indefinite matrix).
+        """
+        noise, noise_log_bounds = self._check_params()
+        X = self._as_array(X)
+        y_train, y_mean, y_std = self._transform_y(y)
+        if X.shape[0] != y_train.shape[0]:
+            raise InvalidConfigError(f"X has {X.shape[0]} rows but y has {y_train.shape[0]} values", "y")
+        if X.shape[0] == 0:
+            raise InvalidConfigError("fit needs at least one observation, got X with 0 rows", "X")
+        if self.copy_X_train:
+            X = X.copy()
+
+        kernel = self.kernel.clone_with_theta(self.kernel.theta)
+        n_kernel = kernel.n_theta
+        lo, hi = noise_log_bounds[0]
+        log_noise = min(max(math.log(noise), lo), hi)
+        n_failed = 0
+
+        if self.optimizer is not None:
+            bounds = np.vstack([kernel.bounds, noise_log_bounds])
+            starts = [np.append(np.clip(kernel.theta, bounds[:n_kernel, 0], bounds[:n_kernel, 1]), log_noise)]
+            previous = getattr(self, "_fitted_theta", None)
+            if previous is not None and previous.shape == (n_kernel + 1,):
+                starts.append(np.clip(previous, bounds[:, 0], bounds[:, 1]))  # warm start of a refit
+            rng = np.random.default_rng(self.random_state)
+            if self.n_restarts:
+                starts.extend(rng.uniform(bounds[:, 0], bounds[:, 1], size=(self.n_restarts, len(bounds))))
+            work = kernel.clone_with_theta(kernel.theta)
+            objective = self._objective(work, X, y_train, n_kernel)
+            best_theta, best_value = None, np.inf
+            for start in starts:
+                try:
+                    result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds,
+                                      options=_LBFGSB_OPTIONS)
+                except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
+                    n_failed += 1
+                    continue
+                if not (np.isfinite(result.fun) and result.fun < _FAILED_OBJECTIVE
+                        and np.all(np.isfinite(result.x))):
+                    n_failed += 1
+                    continue
+                if result.fun < best_value:
+                    best_theta, best_value = np.array(result.x, dtype=float), float(result.fun)
+            if best_theta is None:
+                raise FitError(
+                    f"all {len(starts)} L-BFGS-B starts failed to evaluate the log marginal likelihood "
+                    f"of {type(self.kernel).__name__} on N={X.shape[0]} points (non positive definite or "
+                    "non-finite kernel matrix everywhere tried); the previous fit is kept. Check the kernel "
+                    "bounds and raise the noise lower bound")
+            kernel.theta = best_theta[:n_kernel]
+            log_noise = float(best_theta[n_kernel])
+
+        # Final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed.
+        noise = math.exp(log_noise)
+        _, L, jitter = self._factorise(kernel, X, noise, np.append(kernel.theta, log_noise))
+        if jitter > 0:
+            warnings.warn(f"fastfm: the kernel matrix needed jitter {jitter:.3g} on its diagonal to be "
+                          f"factorised (noise={noise:.3g}); predictions are slightly smoothed",
+                          JitterWarning, stacklevel=2)
+        lml, alpha = self._lml_from_factor(L, y_train)
+
+        # Everything succeeded: only now replace the fitted state.
+        self.kernel_ = kernel
+        self.noise_ = noise
+        self.X_train_ = X
+        self.y_train_ = y_train
+        self.y_mean_ = y_mean
+        self.y_std_ = y_std
+        self.L_ = L
+        self.jitter_ = jitter
+        self.alpha_ = alpha
+        self.log_marginal_likelihood_value_ = lml
+        self.n_restarts_failed_ = n_failed
+        self.best_y_standardized_ = float(np.min(y_train))
+        self._fitted_theta = np.append(kernel.theta, log_noise)
+        self._diag_depends_on_continuous = self._probe_diag(kernel, X)
+        return self
+
+    @staticmethod
+    def _probe_diag(kernel, X):
+        """Whether k(x, x) changes with the continuous columns (True for ModNN, False for FM/RBF/Matérn).
+
+        FM, RBF and Matérn kernels are stationary in c, so k(x, x) depends on the
+        discrete part only and ∂k(x,x)/∂c = 0; checking on a few points keeps any
+        other kernel (non-stationary ones) correct via finite differences.
+        """
+        n_continuous = getattr(getattr(kernel, "space", None), "n_continuous", None)
+        if n_continuous is None:
+            n_continuous = X.shape[1]
+        if n_continuous == 0:
+            return False
+        probe = X[:4]
+        shifted = probe.copy()
+        # move every continuous coordinate by 0.37 or 0.63, staying in the unit cube
+        shifted[:, :n_continuous] = np.mod(probe[:, :n_continuous] + 0.37, 1.0)
+        d0, d1 = kernel.diag(probe), kernel.diag(shifted)
+        return not np.allclose(d0, d1, rtol=1e-12, atol=0.0)
+
+    # ------------------------------------------------------------ likelihood
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """log p(y_train_ | X_train_, θ) (GPML Eq. 2.30) and optionally its gradient (Eq. 5.9).
+
+        Parameters
+        ----------
+        theta : array of shape (n_theta + 1,) or None
+            ``[kernel.theta, log noise]``; None returns the fitted value.
+        eval_gradient : bool
+            Also return the gradient w.r.t. theta, shape (n_theta + 1,).
+        clone_kernel : bool
+            Evaluate on a copy of ``kernel_`` (otherwise ``kernel_.theta`` is set in place).
+
+        Returns
+        -------
+        lml : float
+        grad : ndarray of shape (n_theta + 1,), only with ``eval_gradient``
+
+        Raises
+        ------
+        NotPositiveDefiniteError
+            K + noise·I cannot be factorised at ``theta``.
+        """
+        self._check_fitted()
+        if theta is None:
+            if not eval_gradient:
+                return self.log_marginal_likelihood_value_
+            theta = self._fitted_theta
+        theta = np.asarray(theta, dtype=float)
+        n_kernel = self.kernel_.n_theta
+        if theta.shape != (n_kernel + 1,):
+            raise ValueError(f"theta must have shape ({n_kernel + 1},) = [kernel.theta, log noise], "
+                             f"got theta.shape={theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta must be finite, got theta={theta!r}")
+        kernel = self.kernel_.clone_with_theta(theta[:n_kernel]) if clone_kernel else self.kernel_
+        if not clone_kernel:
+            kernel.theta = theta[:n_kernel]
+        return self._lml(kernel, self.X_train_, self.y_train_, float(theta[n_kernel]), eval_gradient)
+
+    # ------------------------------------------------------------- predict
+    def _check_fitted(self):
+        if not hasattr(self, "alpha_"):
+            raise AttributeError("this GaussianProcessRegressor is not fitted yet; call fit(X, y) first")
+
+    def _is_fitted(self):
+        return hasattr(self, "alpha_")
+
+    def predict_standardized(self, X):
+        """Predictive mean and std of the standardised latent f (noise excluded).
+
+        Before ``fit`` this is the prior: mean 0, std sqrt(k(x, x)).
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims)
+
+        Returns
+        -------
+        mu, sigma : ndarrays of shape (M,)
+        """
+        if not self._is_fitted():
+            X = self._as_array(X, validate=False)
+            return np.zeros(X.shape[0]), np.sqrt(np.maximum(self.kernel.diag(X), 0.0))
+        X = self._as_array(X, validate=False)
+        return self.predict_standardized_from_cross(self.kernel_(X, self.X_train_), self.kernel_.diag(X))
+
+    def predict_standardized_from_cross(self, K_cross, k_diag):
+        """Predictive mean and std of the standardised latent f from precomputed kernel values.
+
+        Parameters
+        ----------
+        K_cross : array of shape (M, N)
+            k(X*, X_train_), e.g. from ``kernel_.neighbour_gram``.
+        k_diag : array of shape (M,)
+            k(x*, x*).
+
+        Returns
+        -------
+        mu, sigma : ndarrays of shape (M,)
+        """
+        self._check_fitted()
+        K_cross = np.asarray(K_cross, dtype=np.float64)
+        # GPML Alg. 2.1, line 4: f̄* = k*ᵀ α
+        mu = K_cross @ self.alpha_
+        # lines 5-6: v := L \ k*,  V[f*] = k(x*, x*) − vᵀv
+        v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
+        var = np.asarray(k_diag, dtype=np.float64) - np.einsum("nm,nm->m", v, v)
+        return mu, np.sqrt(np.maximum(var, 0.0))
+
+    def predict_standardized_with_input_gradient(self, X):
+        """Predictive mean/std of the standardised latent f and their derivatives w.r.t. the continuous inputs.
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims)
+
+        Returns
+        -------
+        mu, sigma : ndarrays of shape (M,)
+        dmu, dsigma : ndarrays of shape (M, n_continuous)
+            ∂mu/∂X[:, d] and ∂sigma/∂X[:, d] for the encoded continuous columns
+            d (the first n_continuous columns).  Where sigma = 0 its derivative
+            is set to 0.
+        """
+        self._check_fitted()
+        X = self._as_array(X, validate=False)
+        K, dK = self.kernel_.gram_and_input_gradient(X, self.X_train_)   # (M, N), (M, N, Dc)
+        mu = K @ self.alpha_
+        dmu = np.einsum("mnd,n->md", dK, self.alpha_)
+        v = solve_triangular(self.L_, K.T, lower=True, check_finite=False)          # (N, M)
+        var = self.kernel_.diag(X) - np.einsum("nm,nm->m", v, v)
+        # ∂V/∂c = ∂k(x,x)/∂c − 2 k*ᵀ K⁻¹ ∂k*/∂c, with K⁻¹k* = Lᵀ \ v
+        w = solve_triangular(self.L_, v, lower=True, trans="T", check_finite=False)  # (N, M)
+        dvar = -2.0 * np.einsum("mnd,nm->md", dK, w)
+        if self._diag_depends_on_continuous:
+            dvar += self._diag_input_gradient(X, dK.shape[2])
+        # Otherwise the kernel is stationary in c (FM, RBF, Matérn: probed in fit), so k(x, x) depends only
+        # on the discrete part and ∂k(x,x)/∂c = 0.
+        sigma = np.sqrt(np.maximum(var, 0.0))
+        positive = sigma > 0
+        dsigma = np.zeros_like(dvar)
+        dsigma[positive] = 0.5 * dvar[positive] / sigma[positive, None]
+        return mu, sigma, dmu, dsigma
+
+    def _diag_input_gradient(self, X, n_continuous):
+        """∂k(x,x)/∂c_d by central differences, shape (M, n_continuous)."""
+        out = np.empty((X.shape[0], n_continuous))
+        for d in range(n_continuous):
+            Xp, Xm = X.copy(), X.copy()
+            Xp[:, d] += _DIAG_FD_STEP
+            Xm[:, d] -= _DIAG_FD_STEP
+            out[:, d] = (self.kernel_.diag(Xp) - self.kernel_.diag(Xm)) / (2.0 * _DIAG_FD_STEP)
+        return out
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive distribution in the original units of y.
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims), or a list of config dicts when ``space`` is set
+        return_std : bool
+            Also return the predictive std of the latent function (noise excluded).
+        return_cov : bool
+            Also return the predictive covariance, shape (M, M).  Not together with ``return_std``.
+
+        Returns
+        -------
+        mean : ndarray of shape (M,)
+            y_mean_ + y_std_·mu; with ``log_transform_y`` exp of that, the predictive median of y.
+        std : ndarray of shape (M,), only with ``return_std``
+            y_std_·sigma; with ``log_transform_y`` the std of log y (natural log units).
+        cov : ndarray of shape (M, M), only with ``return_cov``
+            Same units as ``std`` squared.
+        """
+        if return_std and return_cov:
+            raise ValueError("at most one of return_std and return_cov can be True")
+        X = self._as_array(X)
+        fitted = self._is_fitted()
+        kernel = self.kernel_ if fitted else self.kernel
+        y_mean, y_std = (self.y_mean_, self.y_std_) if fitted else (0.0, 1.0)
+        if return_cov:
+            if fitted:
+                K_cross = kernel(X, self.X_train_)
+                mu = K_cross @ self.alpha_
+                v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
+                cov = kernel(X) - v.T @ v  # GPML Alg. 2.1, line 6 (full covariance)
+            else:
+                mu, cov = np.zeros(X.shape[0]), kernel(X)
+            mean = y_mean + y_std * mu
+            out_cov = cov * y_std ** 2
+        else:
+            mu, sigma = self.predict_standardized(X)
+            mean = y_mean + y_std * mu
+        if self.log_transform_y and fitted:
+            mean = np.exp(mean)
+        if return_cov:
+            return mean, out_cov
+        if return_std:
+            return mean, sigma * y_std
+        return mean
+
+    def __repr__(self):
+        return (f"GaussianProcessRegressor(kernel={self.kernel!r}, optimizer={self.optimizer!r}, "
+                f"n_restarts={self.n_restarts}, noise={self.noise!r}, normalize_y={self.normalize_y}, "
+                f"log_transform_y={self.log_transform_y})")

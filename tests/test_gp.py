@@ -1,0 +1,315 @@
+"""GaussianProcessRegressor: agreement with scikit-learn, analytic gradients, robustness and typed errors."""
+import warnings
+
+import numpy as np
+import pytest
+
+import fastfm as ff
+from fastfm.exceptions import FitError, InvalidValueError, NotPositiveDefiniteError
+from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
+from fastfm.kernels import RBF, Matern52, ModLap
+
+CONTINUOUS = ff.Space([ff.Real("a", -1.0, 1.0), ff.Real("b", 0.0, 5.0), ff.Real("c", 1e-3, 1.0, log=True)])
+MIXED = ff.Space([
+    ff.Real("x", -1.0, 1.0),
+    ff.Real("lr", 1e-4, 1e-1, log=True),
+    ff.Categorical("booster", ["gbtree", "dart", "linear"]),
+    ff.Integer("depth", 1, 4),
+])
+
+
+def _data(space, n, seed):
+    X = space.sample_encoded(n, seed=seed)
+    y = np.sin(4.0 * X[:, 0]) + X[:, 1] ** 2
+    if space.n_discrete:
+        y = y + 0.5 * (X[:, space.n_continuous] == 1) - 0.2 * X[:, -1]
+    return X, y
+
+
+def _fd_gradient(f, theta, step=1e-5):
+    return np.array([(f(theta + e) - f(theta - e)) / (2 * step) for e in np.eye(len(theta)) * step])
+
+
+# ----------------------------------------------------------------------------- scikit-learn agreement
+@pytest.mark.parametrize("normalize_y", [True, False])
+def test_matches_sklearn_with_fixed_hyperparameters(normalize_y):
+    sk_gp = pytest.importorskip("sklearn.gaussian_process")
+    sk_kernels = pytest.importorskip("sklearn.gaussian_process.kernels")
+    X, y = _data(CONTINUOUS, 25, seed=0)
+    Xt = CONTINUOUS.sample_encoded(12, seed=1)
+    lengthscale, variance, noise = np.array([0.3, 0.6, 1.1]), 1.7, 1e-3
+
+    ours = GaussianProcessRegressor(RBF(CONTINUOUS, lengthscale, variance), optimizer=None, noise=noise,
+                                    normalize_y=normalize_y).fit(X, y)
+    theirs = sk_gp.GaussianProcessRegressor(
+        sk_kernels.ConstantKernel(variance, "fixed") * sk_kernels.RBF(lengthscale, "fixed"),
+        alpha=noise, optimizer=None, normalize_y=normalize_y).fit(X, y)
+
+    mean, std = ours.predict(Xt, return_std=True)
+    mean_sk, std_sk = theirs.predict(Xt, return_std=True)
+    np.testing.assert_allclose(mean, mean_sk, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(std, std_sk, rtol=0, atol=1e-8)
+    _, cov = ours.predict(Xt, return_cov=True)
+    _, cov_sk = theirs.predict(Xt, return_cov=True)
+    np.testing.assert_allclose(cov, cov_sk, rtol=0, atol=1e-8)
+    assert ours.log_marginal_likelihood_value_ == pytest.approx(theirs.log_marginal_likelihood_value_, rel=1e-10)
+    # the standardised predictions are the same model before undoing the scaling
+    mu, sigma = ours.predict_standardized(Xt)
+    np.testing.assert_allclose(ours.y_mean_ + ours.y_std_ * mu, mean, atol=1e-12)
+    np.testing.assert_allclose(ours.y_std_ * sigma, std, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- likelihood gradient
+@pytest.mark.parametrize("make_kernel, space", [
+    (lambda s: ModLap(s, lengthscale=[0.4, 0.9], alpha=[0.5, 2.0], beta=[0.3, 1.5], variance=1.2), MIXED),
+    (lambda s: RBF(s, lengthscale=[0.3, 0.7, 1.5], variance=0.8), CONTINUOUS),
+    (lambda s: Matern52(s, lengthscale=[0.5, 0.2, 0.9], variance=1.1), CONTINUOUS),
+], ids=["modlap-mixed", "rbf", "matern52"])
+def test_lml_gradient_matches_finite_differences(make_kernel, space):
+    X, y = _data(space, 30, seed=2)
+    gp = GaussianProcessRegressor(make_kernel(space), optimizer=None, noise=1e-2).fit(X, y)
+    theta = np.append(gp.kernel_.theta, np.log(gp.noise_)) + 0.1  # away from the fitted point too
+    lml, grad = gp.log_marginal_likelihood(theta, eval_gradient=True)
+    assert lml == pytest.approx(gp.log_marginal_likelihood(theta), rel=1e-12)
+    fd = _fd_gradient(gp.log_marginal_likelihood, theta)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(fd)))
+
+
+def test_lml_gradient_with_dense_tensor_reference():
+    """Eq. 5.9 through the fused reduction equals the dense ½tr((ααᵀ − K⁻¹)∂K/∂θ)."""
+    X, y = _data(MIXED, 20, seed=3)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
+    _, grad = gp.log_marginal_likelihood(eval_gradient=True)
+    K, dK = gp.kernel_(X, eval_gradient=True)
+    K_inv = np.linalg.inv(K + gp.noise_ * np.eye(len(y)))
+    a = K_inv @ gp.y_train_
+    inner = np.outer(a, a) - K_inv
+    dense = 0.5 * np.einsum("ij,jik->k", inner, dK)
+    np.testing.assert_allclose(grad[:-1], dense, rtol=1e-9, atol=1e-10)
+    assert grad[-1] == pytest.approx(0.5 * gp.noise_ * np.trace(inner), rel=1e-9)
+
+
+def test_prior_enters_objective_and_gradient():
+    X, y = _data(CONTINUOUS, 8, seed=4)
+    prior = GaussianLogPrior(mean=0.0, std=2.0)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), theta_prior=prior, n_restarts=2, random_state=0).fit(X, y)
+    theta = np.append(gp.kernel_.theta, np.log(gp.noise_))
+    # at a MAP-II optimum the likelihood gradient balances the prior gradient where no bound is active
+    _, grad = gp.log_marginal_likelihood(theta, eval_gradient=True)
+    bounds = np.vstack([gp.kernel_.bounds, np.log([[1e-6, 1.0]])])
+    free = (theta > bounds[:, 0] + 1e-6) & (theta < bounds[:, 1] - 1e-6)
+    _, dprior = prior(theta)
+    np.testing.assert_allclose((grad + dprior)[free], 0.0, atol=1e-3)
+    value, dvalue = prior(theta)
+    np.testing.assert_allclose(dvalue, _fd_gradient(lambda t: prior(t)[0], theta), rtol=1e-7)
+
+
+# ----------------------------------------------------------------------------- fitting
+def test_fit_increases_lml_and_is_deterministic():
+    X, y = _data(MIXED, 25, seed=5)
+    kernel = ModLap(MIXED)
+    fixed = GaussianProcessRegressor(kernel, optimizer=None).fit(X, y)
+    fits = [GaussianProcessRegressor(kernel, n_restarts=2, random_state=7).fit(X, y) for _ in range(2)]
+    assert fits[0].log_marginal_likelihood_value_ > fixed.log_marginal_likelihood_value_ + 1.0
+    np.testing.assert_array_equal(fits[0].kernel_.theta, fits[1].kernel_.theta)
+    assert fits[0].noise_ == fits[1].noise_
+    assert fits[0].n_restarts_failed_ == 0
+    # the estimator's own kernel is not modified
+    np.testing.assert_array_equal(kernel.theta, ModLap(MIXED).theta)
+    # the reported value is the likelihood at the fitted hyperparameters
+    theta = np.append(fits[0].kernel_.theta, np.log(fits[0].noise_))
+    assert fits[0].log_marginal_likelihood(theta) == pytest.approx(fits[0].log_marginal_likelihood_value_, rel=1e-10)
+
+
+def test_refit_warm_starts_from_previous_optimum():
+    X, y = _data(CONTINUOUS, 20, seed=6)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=0).fit(X, y)
+    first = gp.log_marginal_likelihood_value_
+    gp.fit(X, y)
+    assert gp.log_marginal_likelihood_value_ >= first - 1e-8
+
+
+def test_fit_accepts_config_dicts_with_space():
+    configs = MIXED.sample(10, seed=8)
+    y = np.arange(10.0)
+    gp = GaussianProcessRegressor(ModLap(MIXED), space=MIXED, optimizer=None).fit(configs, y)
+    np.testing.assert_array_equal(gp.X_train_, MIXED.encode(configs))
+    np.testing.assert_allclose(gp.predict(configs[:3]), gp.predict(MIXED.encode(configs[:3])))
+
+
+def test_prior_prediction_before_fit():
+    X = CONTINUOUS.sample_encoded(4, seed=0)
+    mean, std = GaussianProcessRegressor(RBF(CONTINUOUS, variance=4.0)).predict(X, return_std=True)
+    np.testing.assert_array_equal(mean, 0.0)
+    np.testing.assert_allclose(std, 2.0)
+
+
+# ----------------------------------------------------------------------------- degenerate data
+def test_constant_y():
+    X = CONTINUOUS.sample_encoded(6, seed=1)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=1, random_state=0).fit(X, np.full(6, 3.5))
+    assert gp.y_std_ == 1.0 and gp.y_mean_ == 3.5
+    np.testing.assert_allclose(gp.predict(CONTINUOUS.sample_encoded(3, seed=2)), 3.5, atol=1e-8)
+    assert gp.best_y_standardized_ == 0.0
+
+
+def test_single_observation():
+    X = MIXED.sample_encoded(1, seed=1)
+    gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=1, random_state=0).fit(X, [2.0])
+    mean, std = gp.predict(X, return_std=True)
+    assert mean[0] == pytest.approx(2.0, abs=1e-6)
+    assert np.all(np.isfinite(std))
+    mu, sigma = gp.predict_standardized(MIXED.sample_encoded(4, seed=3))
+    assert np.all(np.isfinite(mu)) and np.all(sigma >= 0)
+
+
+def test_duplicate_inputs():
+    X, y = _data(MIXED, 10, seed=9)
+    X = np.vstack([X, X, X[:3]])
+    y = np.concatenate([y, y + 0.01, y[:3] - 0.01])
+    gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=1, random_state=0).fit(X, y)
+    assert np.isfinite(gp.log_marginal_likelihood_value_)
+    assert gp.noise_ >= 1e-6
+    np.testing.assert_allclose(gp.predict(X[:10]), 0.5 * (y[:10] + y[10:20]), atol=0.1)
+
+
+def test_duplicates_without_noise_need_jitter_and_warn():
+    X = np.repeat(CONTINUOUS.sample_encoded(3, seed=1), 2, axis=0)
+    with pytest.warns(JitterWarning):
+        gp = GaussianProcessRegressor(RBF(CONTINUOUS), optimizer=None, noise=1e-300,
+                                      noise_bounds="fixed").fit(X, np.arange(6.0))
+    assert gp.jitter_ > 0
+    assert np.all(np.isfinite(gp.predict(X)))
+
+
+def test_log_transform_y():
+    X, y = _data(CONTINUOUS, 15, seed=10)
+    y = np.exp(y)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS, lengthscale=0.3), optimizer=None, noise=1e-8,
+                                  log_transform_y=True).fit(X, y)
+    np.testing.assert_allclose(gp.predict(X), y, rtol=1e-4)
+    np.testing.assert_allclose(gp.y_mean_ + gp.y_std_ * gp.y_train_, np.log(y), atol=1e-12)
+    with pytest.raises(InvalidValueError, match=r"y\[3\] = -1.0"):
+        GaussianProcessRegressor(RBF(CONTINUOUS), log_transform_y=True).fit(X[:5], [1.0, 2.0, 3.0, -1.0, 2.0])
+
+
+# ----------------------------------------------------------------------------- typed errors
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_y_raises_naming_index(bad):
+    X, y = _data(CONTINUOUS, 5, seed=0)
+    y[2] = bad
+    with pytest.raises(InvalidValueError, match=r"y\[2\]") as info:
+        GaussianProcessRegressor(RBF(CONTINUOUS)).fit(X, y)
+    assert info.value.parameter == "y"
+
+
+class _PoisonedRBF(RBF):
+    """An RBF whose Gram can be made to hold a NaN (a kernel gone wrong)."""
+
+    poisoned = True
+
+    def _gram(self, X, Y):
+        K = super()._gram(X, Y)
+        if self.poisoned:
+            K[0, -1] = np.nan
+        return K
+
+
+def test_nan_kernel_matrix_raises_not_positive_definite():
+    X, y = _data(CONTINUOUS, 6, seed=0)
+    with pytest.raises(NotPositiveDefiniteError, match="non-finite"):
+        GaussianProcessRegressor(_PoisonedRBF(CONTINUOUS), optimizer=None).fit(X, y)
+
+
+def test_all_restarts_failing_raises_fit_error_and_keeps_previous_fit():
+    X, y = _data(CONTINUOUS, 8, seed=0)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=1, random_state=0).fit(X, y)
+    before = {name: getattr(gp, name) for name in
+              ("kernel_", "noise_", "X_train_", "y_train_", "alpha_", "L_", "log_marginal_likelihood_value_")}
+    prediction = gp.predict(X)
+    gp.kernel = _PoisonedRBF(CONTINUOUS)
+    X2, y2 = _data(CONTINUOUS, 12, seed=1)
+    with pytest.raises(FitError, match="failed"):
+        gp.fit(X2, y2)
+    for name, value in before.items():
+        assert getattr(gp, name) is value, name
+    np.testing.assert_array_equal(gp.predict(X), prediction)
+
+
+def test_failed_restarts_are_skipped_not_fatal():
+    """A kernel that fails on part of the hyperparameter box: failing starts are counted, the fit succeeds."""
+
+    class FailsForShortLengthscales(RBF):
+        def _gram(self, X, Y):
+            K = super()._gram(X, Y)
+            if np.min(self._values("lengthscale", self.space.n_continuous)) < 0.05:
+                K[:] = np.nan
+            return K
+
+    X, y = _data(CONTINUOUS, 10, seed=0)
+    kernel = FailsForShortLengthscales(CONTINUOUS, lengthscale_bounds=(1e-2, 1e1))
+    gp = GaussianProcessRegressor(kernel, n_restarts=8, random_state=3).fit(X, y)
+    assert gp.n_restarts_failed_ > 0
+    assert np.all(np.exp(gp.kernel_.theta[:3]) >= 0.05)
+
+
+def test_bad_arguments_name_the_parameter():
+    X, y = _data(CONTINUOUS, 4, seed=0)
+    for kwargs, name in [({"optimizer": "adam"}, "optimizer"), ({"n_restarts": -1}, "n_restarts"),
+                         ({"noise": 0.0}, "noise"), ({"noise_bounds": (1.0, 0.1)}, "noise_bounds")]:
+        with pytest.raises(ValueError, match=name):
+            GaussianProcessRegressor(RBF(CONTINUOUS), **kwargs).fit(X, y)
+
+
+# ----------------------------------------------------------------------------- predictive gradients
+@pytest.mark.parametrize("kernel, space", [
+    (ModLap(MIXED, lengthscale=[0.3, 0.8], alpha=[0.5, 2.0], beta=[0.3, 1.5]), MIXED),
+    (RBF(CONTINUOUS, lengthscale=[0.3, 0.6, 0.9]), CONTINUOUS),
+], ids=["modlap-mixed", "rbf"])
+def test_predict_standardized_input_gradient_matches_finite_differences(kernel, space):
+    X, y = _data(space, 20, seed=11)
+    gp = GaussianProcessRegressor(kernel, optimizer=None, noise=1e-3).fit(X, y)
+    Xq = space.sample_encoded(5, seed=12)
+    Xq[:, :space.n_continuous] = 0.1 + 0.8 * Xq[:, :space.n_continuous]  # room for the differences
+    mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(Xq)
+    mu_ref, sigma_ref = gp.predict_standardized(Xq)
+    np.testing.assert_allclose(mu, mu_ref, atol=1e-12)
+    np.testing.assert_allclose(sigma, sigma_ref, atol=1e-12)
+    step = 1e-6
+    for d in range(space.n_continuous):
+        Xp, Xm = Xq.copy(), Xq.copy()
+        Xp[:, d] += step
+        Xm[:, d] -= step
+        (mp, sp), (mm, sm) = gp.predict_standardized(Xp), gp.predict_standardized(Xm)
+        np.testing.assert_allclose(dmu[:, d], (mp - mm) / (2 * step), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(dsigma[:, d], (sp - sm) / (2 * step), rtol=1e-5, atol=1e-6)
+
+
+def test_predict_standardized_from_cross_matches_predict_standardized():
+    X, y = _data(MIXED, 15, seed=13)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None).fit(X, y)
+    Xq = MIXED.sample_encoded(6, seed=14)
+    mu, sigma = gp.predict_standardized(Xq)
+    mu2, sigma2 = gp.predict_standardized_from_cross(gp.kernel_(Xq, gp.X_train_), gp.kernel_.diag(Xq))
+    np.testing.assert_allclose(mu2, mu, atol=1e-12)
+    np.testing.assert_allclose(sigma2, sigma, atol=1e-12)
+    # neighbour scoring: change discrete variable 0 of the first query point
+    var_index, new_state = np.array([0, 0, 1]), np.array([0, 2, 3])
+    K_nb = gp.kernel_.neighbour_gram(Xq[0], gp.X_train_, var_index, new_state)
+    points = np.repeat(Xq[:1], 3, axis=0)
+    points[np.arange(3), MIXED.n_continuous + var_index] = new_state
+    mu3, sigma3 = gp.predict_standardized_from_cross(K_nb, gp.kernel_.diag(points))
+    mu4, sigma4 = gp.predict_standardized(points)
+    np.testing.assert_allclose(mu3, mu4, atol=1e-10)
+    np.testing.assert_allclose(sigma3, sigma4, atol=1e-10)
+
+
+def test_training_points_have_small_std_and_best_is_incumbent():
+    X, y = _data(CONTINUOUS, 12, seed=15)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), optimizer=None, noise=1e-6).fit(X, y)
+    _, sigma = gp.predict_standardized(X)
+    assert np.all(sigma < 1e-2)
+    assert gp.best_y_standardized_ == pytest.approx((y.min() - gp.y_mean_) / gp.y_std_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no jitter was needed here
+        GaussianProcessRegressor(RBF(CONTINUOUS), optimizer=None, noise=1e-6).fit(X, y)
