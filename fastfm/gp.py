@@ -198,11 +198,15 @@ class GaussianProcessRegressor:
     normalize_y : bool, default True
         Standardise y (after the optional log) to zero mean and unit variance;
         a constant y or a single observation uses a unit scale.
-    log_transform_y : bool, default False
-        Model log(y).  Needs every y > 0 (shift the objective first otherwise);
-        ``predict`` then returns exp of the predictive mean of log y, i.e. the
-        predictive *median* of y, while its std/cov stay in natural-log units
-        of y (the spread of log y).  ``predict_standardized*`` are unaffected.
+    log_transform_y : {False, True, "shift"}, default False
+        Model t(y) instead of y: True gives t(y) = log(y) and needs every y > 0
+        (InvalidValueError naming the first bad value otherwise); "shift" gives
+        t(y) = log(1 + (y − min y)/std y), defined for any y and scale-free
+        (``y_shift_`` = min y, ``y_log_scale_`` = std y, 1 if 0).  ``predict``
+        then returns t⁻¹ of the predictive mean of t(y), i.e. the predictive
+        *median* of y (t is monotone), while std/cov stay in the units of t(y)
+        (natural-log units: the spread of log y).  ``predict_standardized*``
+        and the incumbent ordering are unaffected (t is increasing).
     random_state : None, int or numpy Generator
         Seeds the random restarts; an int makes ``fit`` deterministic.
     copy_X_train : bool, default True
@@ -223,7 +227,9 @@ class GaussianProcessRegressor:
     y_train_ : ndarray of shape (N,)
         Standardised (and, if asked, log-transformed) targets.
     y_mean_, y_std_ : float
-        Standardisation: y_train_ = (t(y) − y_mean_)/y_std_, t = log or identity.
+        Standardisation: y_train_ = (t(y) − y_mean_)/y_std_, t the ``log_transform_y`` map or identity.
+    y_shift_, y_log_scale_ : float
+        Parameters of the "shift" log transform (0.0 and 1.0 otherwise).
     alpha_ : ndarray of shape (N,)
         (K + noise·I)⁻¹ y_train_.
     L_ : ndarray of shape (N, N)
@@ -282,7 +288,7 @@ class GaussianProcessRegressor:
         return np.ascontiguousarray(X)
 
     def _transform_y(self, y):
-        """(y_train_, y_mean_, y_std_) with the checks of ``fit``."""
+        """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_) with the checks of ``fit``."""
         y = np.asarray(y, dtype=np.float64)
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
@@ -293,23 +299,42 @@ class GaussianProcessRegressor:
             raise InvalidValueError(f"y[{bad[0]}] is {float(y[bad[0]])!r}; every target must be finite "
                                     f"({bad.size} non-finite value(s); drop failed evaluations before fit)",
                                     "y", float(y[bad[0]]))
-        if self.log_transform_y:
+        shift, scale = 0.0, 1.0
+        if self.log_transform_y == "shift":
+            # t(y) = log(1 + (y − min y)/s), s = std(y): defined for any finite y, scale-free
+            shift = float(np.min(y)) if y.size else 0.0
+            scale = float(np.std(y)) if y.size else 1.0
+            if not scale > 0:
+                scale = 1.0
+            y = np.log1p((y - shift) / scale)
+        elif self.log_transform_y:
             bad = np.flatnonzero(y <= 0)
             if bad.size:
                 raise InvalidValueError(
-                    f"log_transform_y=True needs y > 0, but y[{bad[0]}] = {float(y[bad[0]])!r}; shift the objective "
-                    "(e.g. y − min(y) + 1) or use log_transform_y=False", "y", float(y[bad[0]]))
+                    f"log_transform_y=True needs y > 0, but y[{bad[0]}] = {float(y[bad[0]])!r}; use "
+                    "log_transform_y='shift' (models log(1 + (y − min y)/std y)) or log_transform_y=False",
+                    "y", float(y[bad[0]]))
             y = np.log(y)
-        if self.normalize_y:
+        if self.normalize_y and y.size:
             mean = float(np.mean(y))
             std = float(np.std(y))
             if not std > 0:  # a constant y or a single observation: keep unit scale
                 std = 1.0
         else:
             mean, std = 0.0, 1.0
-        return (y - mean) / std, mean, std
+        return (y - mean) / std, mean, std, shift, scale
+
+    def _untransform_mean(self, t):
+        """Back to the original units of y from the (de-standardised) modelled scale."""
+        if self.log_transform_y == "shift":
+            return self.y_shift_ + self.y_log_scale_ * np.expm1(t)
+        if self.log_transform_y:
+            return np.exp(t)
+        return t
 
     def _check_params(self):
+        if self.log_transform_y not in (False, True, "shift"):
+            raise ValueError(f"log_transform_y must be False, True or 'shift', got log_transform_y={self.log_transform_y!r}")
         if self.optimizer not in ("fmin_l_bfgs_b", None):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got optimizer={self.optimizer!r}")
         if not isinstance(self.n_restarts, numbers.Integral) or self.n_restarts < 0:
@@ -402,7 +427,7 @@ class GaussianProcessRegressor:
         Raises
         ------
         InvalidValueError
-            A non-finite y (or y ≤ 0 with ``log_transform_y``), naming index and value.
+            A non-finite y (or y ≤ 0 with ``log_transform_y=True``), naming index and value.
         FitError
             Every L-BFGS-B start failed; the previously fitted state is untouched.
         NotPositiveDefiniteError
@@ -411,7 +436,7 @@ class GaussianProcessRegressor:
         """
         noise, noise_log_bounds = self._check_params()
         X = self._as_array(X)
-        y_train, y_mean, y_std = self._transform_y(y)
+        y_train, y_mean, y_std, y_shift, y_log_scale = self._transform_y(y)
         if X.shape[0] != y_train.shape[0]:
             raise InvalidConfigError(f"X has {X.shape[0]} rows but y has {y_train.shape[0]} values", "y")
         if X.shape[0] == 0:
@@ -475,6 +500,8 @@ class GaussianProcessRegressor:
         self.y_train_ = y_train
         self.y_mean_ = y_mean
         self.y_std_ = y_std
+        self.y_shift_ = y_shift
+        self.y_log_scale_ = y_log_scale
         self.L_ = L
         self.jitter_ = jitter
         self.alpha_ = alpha
@@ -654,9 +681,9 @@ class GaussianProcessRegressor:
         Returns
         -------
         mean : ndarray of shape (M,)
-            y_mean_ + y_std_·mu; with ``log_transform_y`` exp of that, the predictive median of y.
+            y_mean_ + y_std_·mu; with ``log_transform_y``, t⁻¹ of that: the predictive median of y.
         std : ndarray of shape (M,), only with ``return_std``
-            y_std_·sigma; with ``log_transform_y`` the std of log y (natural log units).
+            y_std_·sigma; with ``log_transform_y`` the std of t(y) (natural log units).
         cov : ndarray of shape (M, M), only with ``return_cov``
             Same units as ``std`` squared.
         """
@@ -679,8 +706,8 @@ class GaussianProcessRegressor:
         else:
             mu, sigma = self.predict_standardized(X)
             mean = y_mean + y_std * mu
-        if self.log_transform_y and fitted:
-            mean = np.exp(mean)
+        if fitted:
+            mean = self._untransform_mean(mean)
         if return_cov:
             return mean, out_cov
         if return_std:

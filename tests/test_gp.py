@@ -193,6 +193,17 @@ def test_log_transform_y():
         GaussianProcessRegressor(RBF(CONTINUOUS), log_transform_y=True).fit(X[:5], [1.0, 2.0, 3.0, -1.0, 2.0])
 
 
+def test_shifted_log_transform_y_accepts_any_sign():
+    X, y = _data(CONTINUOUS, 15, seed=10)
+    y = 3.0 * y - 2.0  # negative values too
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS, lengthscale=0.3), optimizer=None, noise=1e-8,
+                                  log_transform_y="shift").fit(X, y)
+    assert gp.y_shift_ == y.min() and gp.y_log_scale_ == pytest.approx(y.std())
+    np.testing.assert_allclose(gp.predict(X), y, rtol=1e-4, atol=1e-6)
+    # t is increasing: the incumbent is the same point
+    assert np.argmin(gp.y_train_) == np.argmin(y)
+
+
 # ----------------------------------------------------------------------------- typed errors
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_non_finite_y_raises_naming_index(bad):
@@ -256,7 +267,8 @@ def test_failed_restarts_are_skipped_not_fatal():
 def test_bad_arguments_name_the_parameter():
     X, y = _data(CONTINUOUS, 4, seed=0)
     for kwargs, name in [({"optimizer": "adam"}, "optimizer"), ({"n_restarts": -1}, "n_restarts"),
-                         ({"noise": 0.0}, "noise"), ({"noise_bounds": (1.0, 0.1)}, "noise_bounds")]:
+                         ({"noise": 0.0}, "noise"), ({"noise_bounds": (1.0, 0.1)}, "noise_bounds"),
+                         ({"log_transform_y": "log10"}, "log_transform_y")]:
         with pytest.raises(ValueError, match=name):
             GaussianProcessRegressor(RBF(CONTINUOUS), **kwargs).fit(X, y)
 
