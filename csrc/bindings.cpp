@@ -1,0 +1,516 @@
+// fastfm._cpp: the Python face of the C++ core (csrc/include/fastfm/*.hpp).
+//
+// The only file that includes pybind11.  It checks every array at the
+// boundary (shape, dtype, state ranges) and raises ValueError naming the
+// argument, converts to C-contiguous float64 / int64, then releases the GIL
+// around the parallel loops.  Signatures mirror the private functions of
+// fastfm/_backends/numpy_backend.py (the reference); fastfm/_backends/cpp.py
+// adapts the Python objects (PackedSpectra, Modulation) to them.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fastfm/common.hpp"
+#include "fastfm/fm.hpp"
+
+namespace py = pybind11;
+
+using Tables = fastfm::SpectralTables<double>;
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// ----------------------------------------------------------------------------
+// Run-time ISA dispatch of the hot tiles.  One portable binary (no
+// -march=native): GCC emits an x86-64-v3 (AVX2 + FMA) clone and a baseline
+// clone and picks one at load time.  `flatten` inlines the whole tile, so the
+// template code is compiled for each ISA, not called at the baseline one.
+// ----------------------------------------------------------------------------
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    !defined(FASTFM_NO_MULTIVERSIONING)
+#define FASTFM_HOT __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
+#define FASTFM_DISPATCH_NAME "target_clones(x86-64-v3: AVX2+FMA | default: SSE2)"
+#else
+#define FASTFM_HOT
+#define FASTFM_DISPATCH_NAME "none (compiler default ISA)"
+#endif
+
+namespace fastfm_dispatch {
+
+FASTFM_HOT void gram_tile_f64(const fastfm::GramProblem<double>& pb, fastfm::Workspace<double>& ws, std::size_t a0,
+                              std::size_t a1) {
+    fastfm::gram_tile(pb, ws, a0, a1);
+}
+
+FASTFM_HOT void reduction_tile_f64(const fastfm::ReductionProblem<double>& pb, fastfm::Workspace<double>& ws,
+                                   std::size_t a0, std::size_t a1, std::size_t tile) {
+    fastfm::reduction_tile(pb, ws, a0, a1, tile);
+}
+
+FASTFM_HOT void cross_gradient_tile_f64(const fastfm::CrossGradientProblem<double>& pb,
+                                        fastfm::Workspace<double>& ws, std::size_t a0, std::size_t a1) {
+    fastfm::cross_gradient_tile(pb, ws, a0, a1);
+}
+
+FASTFM_HOT void neighbour_gram_f64(const fastfm::FMPlan<double>& plan, const double* c, const int64_t* v,
+                                   const fastfm::PointColumns<double>& cols, const int64_t* var_index,
+                                   const int64_t* new_state, std::size_t n_neighbours, double* K, int n_threads) {
+    fastfm::neighbour_gram(plan, c, v, cols, var_index, new_state, n_neighbours, K, n_threads);
+}
+
+std::string active_isa() {
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    !defined(FASTFM_NO_MULTIVERSIONING)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "x86-64-v3 (AVX2+FMA)";
+    return "default (SSE2)";
+#else
+    return "default";
+#endif
+}
+
+}  // namespace fastfm_dispatch
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// Boundary checks
+// ----------------------------------------------------------------------------
+
+std::string shape_of(const py::array& a) {
+    std::ostringstream out;
+    out << "(";
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) out << (i ? ", " : "") << a.shape(i);
+    out << (a.ndim() == 1 ? ",)" : ")");
+    return out.str();
+}
+
+py::array as_array(const py::object& obj, const char* name) {
+    if (obj.is_none()) throw py::value_error(std::string(name) + " must be an array, got None");
+    return py::array::ensure(obj);
+}
+
+// float64, C-contiguous, of the given number of dimensions; -1 in `shape` = any.
+DoubleArray float_array(const py::object& obj, const char* name, std::vector<py::ssize_t> shape,
+                        const std::string& expected) {
+    py::array raw = as_array(obj, name);
+    if (!raw) throw py::value_error(std::string(name) + " must be a numeric array");
+    if (raw.dtype().kind() == 'c' || raw.dtype().kind() == 'O' || raw.dtype().kind() == 'U' ||
+        raw.dtype().kind() == 'S')
+        throw py::value_error(std::string(name) + " must hold real numbers, got dtype " +
+                              std::string(py::str(raw.dtype())));
+    bool ok = raw.ndim() == static_cast<py::ssize_t>(shape.size());
+    for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] < 0 || raw.shape(i) == shape[i];
+    if (!ok)
+        throw py::value_error(std::string(name) + " must have shape " + expected + ", got " + shape_of(raw));
+    return DoubleArray::ensure(raw);
+}
+
+// int64 state indices; only integer dtypes are accepted (a float index would silently truncate).
+IndexArray index_array(const py::object& obj, const char* name, std::vector<py::ssize_t> shape,
+                       const std::string& expected) {
+    py::array raw = as_array(obj, name);
+    if (!raw) throw py::value_error(std::string(name) + " must be an integer array");
+    const char kind = raw.dtype().kind();
+    if (kind != 'i' && kind != 'u' && !(raw.size() == 0))
+        throw py::value_error(std::string(name) + " must hold integer state indices, got dtype " +
+                              std::string(py::str(raw.dtype())));
+    bool ok = raw.ndim() == static_cast<py::ssize_t>(shape.size());
+    for (std::size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] < 0 || raw.shape(i) == shape[i];
+    if (!ok)
+        throw py::value_error(std::string(name) + " must have shape " + expected + ", got " + shape_of(raw));
+    return IndexArray::ensure(raw);
+}
+
+// D: (n, P) states, D[i, p] in [0, n_states[p]).
+IndexArray state_matrix(const py::object& obj, const char* name, const Tables& tables, py::ssize_t n_rows = -1) {
+    const auto P = static_cast<py::ssize_t>(tables.n_variables());
+    const std::string expected = "(" + (n_rows < 0 ? std::string("n_points") : std::to_string(n_rows)) + ", " +
+                                 std::to_string(P) + ") for " + std::to_string(P) + " discrete variables";
+    IndexArray D = index_array(obj, name, {n_rows, P}, expected);
+    const int64_t* d = D.data();
+    const py::ssize_t n = D.shape(0);
+    for (py::ssize_t i = 0; i < n; ++i)
+        for (py::ssize_t p = 0; p < P; ++p) {
+            const int64_t state = d[i * P + p];
+            if (state < 0 || state >= tables.n_states(static_cast<std::size_t>(p)))
+                throw py::value_error(std::string(name) + "[" + std::to_string(i) + ", " + std::to_string(p) +
+                                      "] = " + std::to_string(state) + " is not a state of discrete variable " +
+                                      std::to_string(p) + " (valid: 0.." +
+                                      std::to_string(tables.n_states(static_cast<std::size_t>(p)) - 1) + ")");
+        }
+    return D;
+}
+
+DoubleArray parameter_vector(const py::object& obj, const char* name, const Tables& tables) {
+    const auto P = static_cast<py::ssize_t>(tables.n_variables());
+    DoubleArray x = float_array(obj, name, {P}, "(" + std::to_string(P) + ",), one per discrete variable");
+    for (py::ssize_t p = 0; p < P; ++p)
+        if (!std::isfinite(x.data()[p]) || x.data()[p] < 0)
+            throw py::value_error(std::string(name) + "[" + std::to_string(p) + "] = " + std::to_string(x.data()[p]) +
+                                  " must be finite and >= 0");
+    return x;
+}
+
+fastfm::Modulation<double> make_modulation(int kind, const py::object& coefficients, double exponent) {
+    fastfm::Modulation<double> modulation;
+    modulation.kind = kind;
+    DoubleArray a = float_array(coefficients, "coefficients", {-1}, "(n_terms,)");
+    modulation.coefficients.assign(a.data(), a.data() + a.shape(0));
+    modulation.exponent = exponent;
+    modulation.validate();  // std::invalid_argument -> ValueError
+    return modulation;
+}
+
+double checked_variance(double variance) {
+    if (!std::isfinite(variance)) throw py::value_error("variance must be finite, got " + std::to_string(variance));
+    return variance;
+}
+
+// Everything a call shares: checked hyperparameters turned into a plan.
+struct Hyper {
+    const Tables& tables;
+    DoubleArray alphas, betas;
+    fastfm::Modulation<double> modulation;
+    double variance;
+};
+
+Hyper check_hyper(const Tables& tables, const py::object& alphas, const py::object& betas, double variance, int kind,
+                  const py::object& coefficients, double exponent) {
+    return Hyper{tables, parameter_vector(alphas, "alphas", tables), parameter_vector(betas, "betas", tables),
+                 make_modulation(kind, coefficients, exponent), checked_variance(variance)};
+}
+
+fastfm::FMPlan<double> make_plan(const Hyper& h, std::size_t n_continuous) {
+    return fastfm::FMPlan<double>(h.tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, n_continuous);
+}
+
+std::string path_name(fastfm::FactorPath path) {
+    switch (path) {
+        case fastfm::FactorPath::complete: return "complete";
+        case fastfm::FactorPath::tridiagonal: return "tridiagonal";
+        default: return "general";
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Entry points (same order of arguments as numpy_backend)
+// ----------------------------------------------------------------------------
+
+py::array_t<double> fm_gram(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                            const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                            const py::object& betas, double variance, int kind, const py::object& coefficients,
+                            double exponent, int num_threads) {
+    if (C2_obj.is_none() != D2_obj.is_none())
+        throw py::value_error("C2 and D2 must both be arrays (cross Gram) or both be None (symmetric Gram)");
+    const bool symmetric = C2_obj.is_none();
+    DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C1.shape(0), Dc = C1.shape(1);
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables, N);
+    DoubleArray C2 = symmetric ? C1 : float_array(C2_obj, "C2", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
+    IndexArray D2 = symmetric ? D1 : state_matrix(D2_obj, "D2", tables, C2.shape(0));
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const py::ssize_t M = C2.shape(0);
+    py::array_t<double> K({N, M});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(M),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm::GramProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_continuous = C1.data();
+        pb.rows_states = D1.data();
+        pb.cols = &cols;
+        pb.n_rows = static_cast<std::size_t>(N);
+        pb.symmetric = symmetric;
+        pb.K = K.mutable_data();
+        fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+    }
+    return K;
+}
+
+py::array_t<double> fm_gram_from_argument(const py::object& R_obj, const py::object& D1_obj,
+                                          const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                                          const py::object& betas, double variance, int kind,
+                                          const py::object& coefficients, double exponent, int num_threads) {
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables);
+    IndexArray D2 = D2_obj.is_none() ? D1 : state_matrix(D2_obj, "D2", tables);
+    const py::ssize_t N = D1.shape(0), M = D2.shape(0);
+    DoubleArray R = float_array(R_obj, "R", {N, M}, "(" + std::to_string(N) + ", " + std::to_string(M) + ")");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({N, M});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, 0);
+        const auto cols = fastfm::PointColumns<double>::from_rows(nullptr, D2.data(), static_cast<std::size_t>(M), 0,
+                                                                   tables.n_variables());
+        fastfm::GramProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_states = D1.data();
+        pb.cols = &cols;
+        pb.R = R.data();
+        pb.n_rows = static_cast<std::size_t>(N);
+        pb.K = K.mutable_data();
+        fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+    }
+    return K;
+}
+
+py::array_t<double> vector_from(const std::vector<double>& values, std::size_t begin, std::size_t count) {
+    py::array_t<double> out(static_cast<py::ssize_t>(count));
+    for (std::size_t i = 0; i < count; ++i) out.mutable_data()[i] = values[begin + i];
+    return out;
+}
+
+py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
+                            const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
+                            int kind, const py::object& coefficients, double exponent, int num_threads) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0), Dc = C.shape(1);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    std::vector<double> sums;
+    {
+        py::gil_scoped_release release;
+        // The continuant (tridiagonal) path gives F only; the reduction needs ∂F too.
+        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
+                                          static_cast<std::size_t>(Dc), false);
+        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), static_cast<std::size_t>(N),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm::ReductionProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_continuous = C.data();
+        pb.rows_states = D.data();
+        pb.cols = &cols;
+        pb.W = W.data();
+        pb.N = static_cast<std::size_t>(N);
+        sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
+    }
+    const std::size_t P = tables.n_variables(), dc = static_cast<std::size_t>(Dc);
+    return py::make_tuple(vector_from(sums, 0, dc), vector_from(sums, dc, P), vector_from(sums, dc + P, P),
+                          sums[dc + 2 * P]);
+}
+
+py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& D_obj, const py::object& W_obj,
+                                     const Tables& tables, const py::object& alphas, const py::object& betas,
+                                     double variance, int kind, const py::object& coefficients, double exponent,
+                                     int num_threads) {
+    IndexArray D = state_matrix(D_obj, "D", tables);
+    const py::ssize_t N = D.shape(0);
+    const std::string square = "(" + std::to_string(N) + ", " + std::to_string(N) + ")";
+    DoubleArray R = float_array(R_obj, "R", {N, N}, square);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, square);
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> omega({N, N});
+    std::vector<double> sums;
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, 0, false);
+        const auto cols = fastfm::PointColumns<double>::from_rows(nullptr, D.data(), static_cast<std::size_t>(N), 0,
+                                                                   tables.n_variables());
+        fastfm::ReductionProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_states = D.data();
+        pb.cols = &cols;
+        pb.R = R.data();
+        pb.W = W.data();
+        pb.N = static_cast<std::size_t>(N);
+        pb.omega = omega.mutable_data();
+        sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
+    }
+    const std::size_t P = tables.n_variables();
+    return py::make_tuple(vector_from(sums, 0, P), vector_from(sums, P, P), sums[2 * P], omega);
+}
+
+py::array_t<double> fm_neighbour_gram(const py::object& c_obj, const py::object& v_obj, const py::object& C_obj,
+                                      const py::object& D_obj, const py::object& var_index_obj,
+                                      const py::object& new_state_obj, const Tables& tables,
+                                      const py::object& alphas, const py::object& betas, double variance, int kind,
+                                      const py::object& coefficients, double exponent, int num_threads) {
+    const auto P = static_cast<py::ssize_t>(tables.n_variables());
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0), Dc = C.shape(1);
+    DoubleArray c = float_array(c_obj, "c", {Dc}, "(" + std::to_string(Dc) + ",)");
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    IndexArray v = index_array(v_obj, "v", {P}, "(" + std::to_string(P) + ",)");
+    for (py::ssize_t p = 0; p < P; ++p)
+        if (v.data()[p] < 0 || v.data()[p] >= tables.n_states(static_cast<std::size_t>(p)))
+            throw py::value_error("v[" + std::to_string(p) + "] = " + std::to_string(v.data()[p]) +
+                                  " is not a state of discrete variable " + std::to_string(p) + " (valid: 0.." +
+                                  std::to_string(tables.n_states(static_cast<std::size_t>(p)) - 1) + ")");
+    IndexArray var_index = index_array(var_index_obj, "var_index", {-1}, "(M,)");
+    const py::ssize_t M = var_index.shape(0);
+    IndexArray new_state = index_array(new_state_obj, "new_state", {M}, "(" + std::to_string(M) + ",), like var_index");
+    for (py::ssize_t m = 0; m < M; ++m) {
+        const int64_t p = var_index.data()[m];
+        if (p < 0 || p >= P)
+            throw py::value_error("var_index[" + std::to_string(m) + "] = " + std::to_string(p) +
+                                  " is not a discrete variable index (valid: 0.." + std::to_string(P - 1) + ")");
+        const int64_t u = new_state.data()[m];
+        if (u < 0 || u >= tables.n_states(static_cast<std::size_t>(p)))
+            throw py::value_error("new_state[" + std::to_string(m) + "] = " + std::to_string(u) +
+                                  " is not a state of discrete variable " + std::to_string(p) + " (valid: 0.." +
+                                  std::to_string(tables.n_states(static_cast<std::size_t>(p)) - 1) + ")");
+    }
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({M, N});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), static_cast<std::size_t>(N),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm_dispatch::neighbour_gram_f64(plan, c.data(), v.data(), cols, var_index.data(), new_state.data(),
+                                            static_cast<std::size_t>(M), K.mutable_data(), num_threads);
+    }
+    return K;
+}
+
+py::tuple fm_cross_gradient(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                            const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                            const py::object& betas, double variance, int kind, const py::object& coefficients,
+                            double exponent, int num_threads) {
+    DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(M, n_continuous)");
+    const py::ssize_t M = C1.shape(0), Dc = C1.shape(1);
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables, M);
+    DoubleArray C2 = float_array(C2_obj, "C2", {-1, Dc}, "(N, " + std::to_string(Dc) + ")");
+    const py::ssize_t N = C2.shape(0);
+    IndexArray D2 = state_matrix(D2_obj, "D2", tables, N);
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({M, N});
+    py::array_t<double> dK({M, N, Dc});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
+                                          static_cast<std::size_t>(Dc), false);
+        const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(N),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm::CrossGradientProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_continuous = C1.data();
+        pb.rows_states = D1.data();
+        pb.cols = &cols;
+        pb.n_rows = static_cast<std::size_t>(M);
+        pb.K = K.mutable_data();
+        pb.dK = dK.mutable_data();
+        fastfm::run_cross_gradient(pb, num_threads, &fastfm_dispatch::cross_gradient_tile_f64);
+    }
+    return py::make_tuple(K, dK);
+}
+
+std::unique_ptr<Tables> make_tables(const py::object& n_states_obj, const py::object& eigvec_offsets_obj,
+                                    const py::object& eigenvectors_obj, const py::object& group_offsets_obj,
+                                    const py::object& group_values_obj, const py::object& group_sizes_obj,
+                                    const py::object& is_complete_obj) {
+    IndexArray n_states = index_array(n_states_obj, "n_states", {-1}, "(P,)");
+    const py::ssize_t P = n_states.shape(0);
+    const std::string offsets = "(" + std::to_string(P + 1) + ",)";
+    IndexArray eigvec_offsets = index_array(eigvec_offsets_obj, "eigvec_offsets", {P + 1}, offsets);
+    DoubleArray eigenvectors = float_array(eigenvectors_obj, "eigenvectors", {-1}, "(sum of n_states²,)");
+    IndexArray group_offsets = index_array(group_offsets_obj, "group_offsets", {P + 1}, offsets);
+    DoubleArray group_values = float_array(group_values_obj, "group_values", {-1}, "(n_groups,)");
+    IndexArray group_sizes =
+        index_array(group_sizes_obj, "group_sizes", {group_values.shape(0)}, "(" + std::to_string(group_values.shape(0)) + ",)");
+    py::array_t<uint8_t, py::array::c_style | py::array::forcecast> is_complete =
+        py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(as_array(is_complete_obj, "is_complete"));
+    if (!is_complete || is_complete.ndim() != 1 || is_complete.shape(0) != P)
+        throw py::value_error("is_complete must have shape (" + std::to_string(P) + ",)");
+    for (py::ssize_t p = 0; p <= P; ++p)
+        if ((p > 0 && eigvec_offsets.data()[p] < eigvec_offsets.data()[p - 1]) ||
+            (p > 0 && group_offsets.data()[p] < group_offsets.data()[p - 1]))
+            throw py::value_error("spectra offsets must be non-decreasing");
+    py::gil_scoped_release release;
+    return std::make_unique<Tables>(static_cast<std::size_t>(P), n_states.data(), eigvec_offsets.data(),
+                                    eigenvectors.data(), static_cast<std::size_t>(eigenvectors.shape(0)),
+                                    group_offsets.data(), group_values.data(), group_sizes.data(),
+                                    static_cast<std::size_t>(group_values.shape(0)), is_complete.data());
+}
+
+std::string compiler_name() {
+#if defined(__clang__)
+    return std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    return std::string("gcc ") + __VERSION__;
+#elif defined(_MSC_VER)
+    return "msvc " + std::to_string(_MSC_VER);
+#else
+    return "unknown";
+#endif
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_cpp, m) {
+    m.doc() = "fastfm's compiled backend (C++17, OpenMP): FM kernel Grams and fused gradient reductions";
+
+    py::class_<Tables>(m, "SpectralTables", R"doc(
+        The β-independent tables of a PackedSpectra (projectors, tridiagonal
+        Laplacians), prepared once and reused by every call.
+
+        Parameters are the PackedSpectra arrays: n_states, eigvec_offsets,
+        eigenvectors, group_offsets, group_values, group_sizes, is_complete.
+    )doc")
+        .def(py::init(&make_tables), py::arg("n_states"), py::arg("eigvec_offsets"), py::arg("eigenvectors"),
+             py::arg("group_offsets"), py::arg("group_values"), py::arg("group_sizes"), py::arg("is_complete"))
+        .def_property_readonly("n_variables", &Tables::n_variables)
+        .def_property_readonly(
+            "paths",
+            [](const Tables& t) {
+                py::list out;
+                for (std::size_t p = 0; p < t.n_variables(); ++p) out.append(path_name(t.variable(p).path));
+                return out;
+            },
+            "How each variable's factor is evaluated: 'complete', 'tridiagonal' or 'general'.");
+
+    m.def("fm_gram", &fm_gram, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"), py::arg("tables"),
+          py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"), py::arg("coefficients"),
+          py::arg("exponent"), py::arg("num_threads") = 0,
+          "FM Gram matrix, shape (N, M), or (N, N) when C2 = D2 = None (computed once per pair and mirrored).");
+    m.def("fm_gram_from_argument", &fm_gram_from_argument, py::arg("R"), py::arg("D1"), py::arg("D2"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "K_ab = σ² Π_p F_p(v_a, v_b, α_p R_ab), shape (N, M).");
+    m.def("fm_grad_reduction", &fm_grad_reduction, py::arg("C"), py::arg("D"), py::arg("W"), py::arg("tables"),
+          py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"), py::arg("coefficients"),
+          py::arg("exponent"), py::arg("num_threads") = 0,
+          "(g_lengthscale (Dc,), g_alpha (P,), g_beta (P,), g_variance): Σ_ab W_ab ∂K_ab/∂log ψ.");
+    m.def("fm_reduction_from_argument", &fm_reduction_from_argument, py::arg("R"), py::arg("D"), py::arg("W"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "(g_alpha, g_beta, g_variance, omega (N, N)) given the continuous argument R.");
+    m.def("fm_neighbour_gram", &fm_neighbour_gram, py::arg("c"), py::arg("v"), py::arg("C"), py::arg("D"),
+          py::arg("var_index"), py::arg("new_state"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
+          py::arg("variance"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
+          py::arg("num_threads") = 0, "Rows k(x_m, X) of graph neighbours x_m of one point, shape (M, N).");
+    m.def("fm_cross_gradient", &fm_cross_gradient, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "(K (M, N), dK (M, N, Dc)) with dK[m, n, d] = ∂K[m, n]/∂C1[m, d].");
+
+    m.def(
+        "build_info",
+        [] {
+            py::dict info;
+            info["openmp"] = fastfm::openmp_enabled();
+            info["max_threads"] = fastfm::max_threads();
+            info["compiler"] = compiler_name();
+            info["simd"] = std::string(FASTFM_DISPATCH_NAME) + "; running " + fastfm_dispatch::active_isa();
+            return info;
+        },
+        "How the extension was built: openmp, max_threads, compiler, simd (ISA dispatch).");
+    m.def(
+        "set_num_threads",
+        [](int n) {
+            if (n < 1) throw py::value_error("num_threads must be >= 1, got " + std::to_string(n));
+            fastfm::set_max_threads(n);
+        },
+        py::arg("n"), "Default number of OpenMP threads (calls may still pass num_threads).");
+    m.def("get_num_threads", &fastfm::max_threads, "Default number of OpenMP threads.");
+}

@@ -1,0 +1,1034 @@
+// Frequency modulated (FM) kernels: Gram matrices, fused gradient reductions,
+// neighbour rows and input gradients (SPEC §2, Oh et al. UAI 2021, Eq. 5):
+//
+//     k((c,v),(c',v')) = σ² Π_p F_p,   F_p = Σ_g f(μ_g, α_p r | β_p) P_g[v_p, v'_p],   r = d(c,c')^t
+//
+// with P_g the eigenprojector of the distinct Laplacian eigenvalue μ_g of
+// variable p's graph.  fastfm/_backends/numpy_backend.py is the definition;
+// everything here must match it to ~1e-12 relative.
+//
+// Pure C++17 templates over the scalar type T; no Python.  The functions
+// named *_tile are the hot loops: the bindings wrap their double
+// instantiations in run-time ISA dispatch (target_clones) and hand them to
+// the parallel drivers at the bottom of this file.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "fastfm/common.hpp"
+
+namespace fastfm {
+
+// ----------------------------------------------------------------------------
+// Modulating functions (fastfm/_backends/modulation.py)
+// ----------------------------------------------------------------------------
+
+enum ModulationKind : int {
+    kLaplaceFamily = 0,  // f = Σ_n a_n (1 + βλ + s)^(-n)       (paper Prop. 1; ModLap is a = (1,))
+    kDiffusion = 1,      // f = exp(-(1 + s) βλ)                 (ModDif)
+};
+
+template <typename T>
+struct Modulation {
+    int kind = kLaplaceFamily;
+    std::vector<T> coefficients{T(1)};  // a_1..a_N (Laplace family only)
+    T exponent = T(2);                  // t in (0, 2]: r = d^t
+
+    void validate() const {
+        if (kind != kLaplaceFamily && kind != kDiffusion)
+            throw std::invalid_argument("modulation kind must be 0 (Laplace family) or 1 (diffusion), got " +
+                                        std::to_string(kind));
+        if (kind == kLaplaceFamily) {
+            if (coefficients.empty()) throw std::invalid_argument("coefficients must not be empty");
+            T total = 0;
+            for (std::size_t i = 0; i < coefficients.size(); ++i) {
+                const T a = coefficients[i];
+                if (!std::isfinite(a) || a < 0)
+                    throw std::invalid_argument("coefficients[" + std::to_string(i) + "] = " + std::to_string(a) +
+                                                " must be finite and >= 0");
+                total += a;
+            }
+            if (!(total > 0)) throw std::invalid_argument("coefficients must not all be zero");
+        }
+        if (!(exponent > 0 && exponent <= 2))
+            throw std::invalid_argument("exponent must lie in (0, 2], got " + std::to_string(exponent));
+    }
+};
+
+// ----------------------------------------------------------------------------
+// Graph spectra, prepared once per PackedSpectra (independent of α, β)
+// ----------------------------------------------------------------------------
+
+// How a variable's factor is evaluated.
+//  complete:    two groups {0, μ_1}, P_0 = 11ᵀ/n, P_1 = I − 11ᵀ/n (SPEC §2 "facts"):
+//               F = f(0)/n + f(μ_1)(δ_vv' − 1/n), O(1) per pair.
+//  tridiagonal: path-like graphs (L tridiagonal).  For a single-term Laplace
+//               modulation F is a resolvent entry, [((1+s)I + βL)^(-1)]_vv'
+//               times a_1, evaluated by continuants (one division, not n).
+//  general:     F = Σ_g f(μ_g) P_g[v, v'] with tabulated projectors.
+enum class FactorPath : int { general = 0, complete = 1, tridiagonal = 2 };
+
+// Projector tables hold n²·G numbers per variable; above this many entries
+// (a path graph with ~160+ states) the weights are rebuilt from eigenvectors.
+constexpr std::size_t kMaxProjectorEntries = std::size_t(1) << 22;
+// Detecting a tridiagonal Laplacian costs O(n³) once per spectra.
+constexpr int kMaxTridiagonalDetectStates = 512;
+
+template <typename T>
+struct VariableSpectrum {
+    int n_states = 0;
+    int n_groups = 0;
+    FactorPath path = FactorPath::general;
+    std::vector<T> group_values;  // μ_g, ascending
+    std::vector<int> group_starts;  // eigenvector columns group_starts[g]..group_starts[g+1]-1
+    // projectors[(v * n_groups + g) * n_states + w] = P_g[v, w]: for a fixed
+    // row state v and group g the column states w are contiguous (gathered).
+    // Empty for large graphs, which use the eigenvectors instead.
+    std::vector<T> projectors;
+    std::vector<T> eigenvectors;             // U[v, i] at v*n + i
+    std::vector<T> eigenvectors_transposed;  // U[w, i] at i*n + w
+    // Tridiagonal graphs only: L[k, k], and the coupling −L[k, k+1] > 0.
+    std::vector<T> laplacian_diagonal;
+    std::vector<T> laplacian_coupling;
+    // L is invariant under k -> n−1−k (every path graph): the trailing
+    // continuants are then the leading ones reversed and need no second recurrence.
+    bool mirror_symmetric = false;
+
+    bool has_projectors() const { return !projectors.empty(); }
+
+    // P_g[v, w] for any storage.
+    T projector_entry(int v, int g, int w) const {
+        if (has_projectors()) return projectors[(static_cast<std::size_t>(v) * n_groups + g) * n_states + w];
+        T sum = 0;
+        for (int i = group_starts[g]; i < group_starts[g + 1]; ++i)
+            sum += eigenvectors[static_cast<std::size_t>(v) * n_states + i] *
+                   eigenvectors[static_cast<std::size_t>(w) * n_states + i];
+        return sum;
+    }
+};
+
+template <typename T>
+class SpectralTables {
+   public:
+    // Arrays in the layout of fastfm.space.PackedSpectra.  Throws
+    // std::invalid_argument when the offsets and sizes are inconsistent.
+    SpectralTables(std::size_t n_variables, const int64_t* n_states, const int64_t* eigvec_offsets,
+                   const T* eigenvectors, std::size_t n_eigenvector_entries, const int64_t* group_offsets,
+                   const T* group_values, const int64_t* group_sizes, std::size_t n_groups_total,
+                   const uint8_t* is_complete) {
+        if (eigvec_offsets[0] != 0 || group_offsets[0] != 0)
+            throw std::invalid_argument("spectra offsets must start at 0");
+        if (static_cast<std::size_t>(eigvec_offsets[n_variables]) != n_eigenvector_entries)
+            throw std::invalid_argument("spectra.eigvec_offsets[-1] = " + std::to_string(eigvec_offsets[n_variables]) +
+                                        " does not match len(eigenvectors) = " +
+                                        std::to_string(n_eigenvector_entries));
+        if (static_cast<std::size_t>(group_offsets[n_variables]) != n_groups_total)
+            throw std::invalid_argument("spectra.group_offsets[-1] = " + std::to_string(group_offsets[n_variables]) +
+                                        " does not match len(group_values) = " + std::to_string(n_groups_total));
+        variables_.resize(n_variables);
+        for (std::size_t p = 0; p < n_variables; ++p) {
+            const int64_t n = n_states[p];
+            const std::string where = " of discrete variable " + std::to_string(p);
+            if (n < 1 || n > (int64_t(1) << 20))
+                throw std::invalid_argument("spectra.n_states[" + std::to_string(p) + "] = " + std::to_string(n) +
+                                            " must be a positive number of states");
+            if (eigvec_offsets[p + 1] - eigvec_offsets[p] != n * n)
+                throw std::invalid_argument("spectra.eigvec_offsets" + where + " span " +
+                                            std::to_string(eigvec_offsets[p + 1] - eigvec_offsets[p]) +
+                                            " entries, expected n_states² = " + std::to_string(n * n));
+            const int64_t g0 = group_offsets[p], g1 = group_offsets[p + 1];
+            if (g1 <= g0 || g1 - g0 > n)
+                throw std::invalid_argument("spectra.group_offsets" + where + " give " + std::to_string(g1 - g0) +
+                                            " groups for " + std::to_string(n) + " states");
+            int64_t total = 0;
+            for (int64_t g = g0; g < g1; ++g) {
+                if (group_sizes[g] < 1)
+                    throw std::invalid_argument("spectra.group_sizes[" + std::to_string(g) + "] must be >= 1");
+                total += group_sizes[g];
+            }
+            if (total != n)
+                throw std::invalid_argument("spectra.group_sizes" + where + " sum to " + std::to_string(total) +
+                                            ", expected n_states = " + std::to_string(n));
+            prepare_variable(variables_[p], static_cast<int>(n), eigenvectors + eigvec_offsets[p], group_values + g0,
+                             group_sizes + g0, static_cast<int>(g1 - g0), is_complete[p] != 0);
+        }
+    }
+
+    std::size_t n_variables() const { return variables_.size(); }
+    const VariableSpectrum<T>& variable(std::size_t p) const { return variables_[p]; }
+    int n_states(std::size_t p) const { return variables_[p].n_states; }
+    int max_states() const {
+        int m = 1;
+        for (const auto& v : variables_) m = std::max(m, v.n_states);
+        return m;
+    }
+
+   private:
+    static void prepare_variable(VariableSpectrum<T>& var, int n, const T* U, const T* values, const int64_t* sizes,
+                                 int n_groups, bool is_complete) {
+        var.n_states = n;
+        var.n_groups = n_groups;
+        var.group_values.assign(values, values + n_groups);
+        var.group_starts.assign(1, 0);
+        for (int g = 0; g < n_groups; ++g) var.group_starts.push_back(var.group_starts.back() + static_cast<int>(sizes[g]));
+        const std::size_t nn = static_cast<std::size_t>(n) * n;
+        var.eigenvectors.assign(U, U + nn);
+        var.eigenvectors_transposed.resize(nn);
+        for (int v = 0; v < n; ++v)
+            for (int i = 0; i < n; ++i) var.eigenvectors_transposed[static_cast<std::size_t>(i) * n + v] = U[v * n + i];
+        if (is_complete && n > 1 && n_groups == 2 && values[0] == T(0)) {
+            var.path = FactorPath::complete;  // exact weights 1/n and δ − 1/n, no table
+            return;
+        }
+        if (nn * static_cast<std::size_t>(n_groups) <= kMaxProjectorEntries) {
+            // P_g[v, w] = Σ_{i in group g} U[v, i] U[w, i]   (graphs.py: GraphSpectrum.projector)
+            std::vector<T> table(nn * n_groups);
+            for (int v = 0; v < n; ++v)
+                for (int g = 0; g < n_groups; ++g)
+                    for (int w = 0; w < n; ++w)
+                        table[(static_cast<std::size_t>(v) * n_groups + g) * n + w] = var.projector_entry(v, g, w);
+            var.projectors = std::move(table);
+        }
+        if (n >= 2 && n <= kMaxTridiagonalDetectStates) detect_tridiagonal(var);
+    }
+
+    // L = Σ_g μ_g P_g; tridiagonal when everything off the band is rounding noise.
+    static void detect_tridiagonal(VariableSpectrum<T>& var) {
+        const int n = var.n_states, G = var.n_groups;
+        std::vector<T> L(static_cast<std::size_t>(n) * n, T(0));
+        T scale = 0;
+        for (int v = 0; v < n; ++v)
+            for (int w = 0; w < n; ++w) {
+                T sum = 0;
+                for (int g = 0; g < G; ++g) sum += var.group_values[g] * var.projector_entry(v, g, w);
+                L[static_cast<std::size_t>(v) * n + w] = sum;
+                scale = std::max(scale, std::abs(sum));
+            }
+        if (!(scale > 0)) return;
+        const T noise = T(1e-9) * scale;
+        for (int v = 0; v < n; ++v)
+            for (int w = 0; w < n; ++w)
+                if (std::abs(v - w) > 1 && std::abs(L[static_cast<std::size_t>(v) * n + w]) > noise) return;
+        std::vector<T> diagonal(n), coupling(n - 1);
+        for (int k = 0; k < n; ++k) diagonal[k] = L[static_cast<std::size_t>(k) * n + k];
+        for (int k = 0; k + 1 < n; ++k) {
+            coupling[k] = -T(0.5) * (L[static_cast<std::size_t>(k) * n + k + 1] + L[static_cast<std::size_t>(k + 1) * n + k]);
+            if (!(coupling[k] > noise)) return;  // a zero coupling would make the continuants singular
+        }
+        bool mirror = true;
+        const T mirror_tol = T(1e-12) * scale;
+        for (int k = 0; k < n && mirror; ++k) mirror = std::abs(diagonal[k] - diagonal[n - 1 - k]) <= mirror_tol;
+        for (int k = 0; k + 1 < n && mirror; ++k) mirror = std::abs(coupling[k] - coupling[n - 2 - k]) <= mirror_tol;
+        if (mirror) {  // make the symmetry exact, so that reversing the continuants is exact too
+            for (int k = 0; k < n / 2; ++k) diagonal[k] = diagonal[n - 1 - k] = T(0.5) * (diagonal[k] + diagonal[n - 1 - k]);
+            for (int k = 0; k < (n - 1) / 2; ++k)
+                coupling[k] = coupling[n - 2 - k] = T(0.5) * (coupling[k] + coupling[n - 2 - k]);
+        }
+        var.laplacian_diagonal = std::move(diagonal);
+        var.laplacian_coupling = std::move(coupling);
+        var.mirror_symmetric = mirror;
+        var.path = FactorPath::tridiagonal;
+    }
+
+    std::vector<VariableSpectrum<T>> variables_;
+};
+
+// ----------------------------------------------------------------------------
+// Per-call plan: the hyperparameter-dependent constants of every factor
+// ----------------------------------------------------------------------------
+
+template <typename T>
+struct VariablePlan {
+    const VariableSpectrum<T>* spectrum = nullptr;
+    FactorPath path = FactorPath::general;
+    bool tridiagonal_gram = false;  // continuant path usable for F (single-term Laplace only)
+    T alpha = 0, beta = 0;
+    std::vector<T> shift;    // per group: 1 + βμ_g (Laplace) or βμ_g (diffusion)
+    std::vector<T> beta_mu;  // per group: βμ_g
+    // tridiagonal: 1 + βL[k,k]; (βw_k)²; and a_1 Π_{k=min(v,w)}^{max(v,w)−1} βw_k at [v*n + w]
+    std::vector<T> diagonal_shift;
+    std::vector<T> coupling_sq;
+    std::vector<T> coupling_product;
+};
+
+template <typename T>
+struct FMPlan {
+    std::vector<VariablePlan<T>> variables;
+    Modulation<T> modulation;
+    T variance = 1;
+    bool single_term = false;  // Laplace family with one coefficient: f = a_1/u
+    T leading = 1;             // a_1
+    std::vector<T> df_coefficients;  // n·a_n, for ∂f/∂u = −Σ n a_n u^(−n−1)
+    int max_states = 1;
+    std::size_t n_continuous = 0;
+
+    std::size_t n_variables() const { return variables.size(); }
+
+    FMPlan(const SpectralTables<T>& tables, const T* alphas, const T* betas, T variance_, Modulation<T> modulation_,
+           std::size_t n_continuous_, bool allow_tridiagonal = true)
+        : modulation(std::move(modulation_)), variance(variance_), n_continuous(n_continuous_) {
+        modulation.validate();
+        single_term = modulation.kind == kLaplaceFamily && modulation.coefficients.size() == 1;
+        leading = modulation.kind == kLaplaceFamily ? modulation.coefficients[0] : T(1);
+        for (std::size_t k = 0; k < modulation.coefficients.size(); ++k)
+            df_coefficients.push_back(T(k + 1) * modulation.coefficients[k]);
+        max_states = tables.max_states();
+        const std::size_t P = tables.n_variables();
+        variables.resize(P);
+        for (std::size_t p = 0; p < P; ++p) {
+            const VariableSpectrum<T>& spec = tables.variable(p);
+            VariablePlan<T>& var = variables[p];
+            var.spectrum = &spec;
+            var.path = spec.path == FactorPath::tridiagonal ? FactorPath::general : spec.path;
+            var.alpha = alphas[p];
+            var.beta = betas[p];
+            for (int g = 0; g < spec.n_groups; ++g) {
+                const T bm = betas[p] * spec.group_values[g];
+                var.beta_mu.push_back(bm);
+                var.shift.push_back(modulation.kind == kLaplaceFamily ? T(1) + bm : bm);
+            }
+            if (spec.path == FactorPath::tridiagonal && single_term && allow_tridiagonal) {
+                var.tridiagonal_gram = true;
+                const int n = spec.n_states;
+                for (int k = 0; k < n; ++k) var.diagonal_shift.push_back(T(1) + betas[p] * spec.laplacian_diagonal[k]);
+                for (int k = 0; k + 1 < n; ++k) {
+                    const T c = betas[p] * spec.laplacian_coupling[k];
+                    var.coupling_sq.push_back(c * c);
+                }
+                var.coupling_product.assign(static_cast<std::size_t>(n) * n, T(0));
+                for (int v = 0; v < n; ++v) {
+                    T product = leading;
+                    var.coupling_product[v * n + v] = product;
+                    for (int w = v + 1; w < n; ++w) {
+                        product *= betas[p] * spec.laplacian_coupling[w - 1];
+                        var.coupling_product[v * n + w] = var.coupling_product[w * n + v] = product;
+                    }
+                }
+            }
+        }
+    }
+};
+
+// ----------------------------------------------------------------------------
+// Per-thread scratch
+// ----------------------------------------------------------------------------
+
+template <typename T>
+struct Workspace {
+    static constexpr std::size_t B = kColumnChunk;
+    std::vector<T> sq, arg, scaled, prod, factor, x0, x1, horner, weights, omega, chain;
+    std::vector<T> F, dF, dFb, others;  // n_variables × B
+    std::vector<T> theta, phi;          // (max_states + 1) × B continuants
+    std::vector<T> partial;             // reduction sums of the current tile
+
+    Workspace(std::size_t n_variables, int max_states, std::size_t n_components = 0)
+        : sq(B), arg(B), scaled(B), prod(B), factor(B), x0(B), x1(B), horner(B), weights(B), omega(B), chain(B),
+          F(n_variables * B), dF(n_variables * B), dFb(n_variables * B), others(n_variables * B),
+          theta((static_cast<std::size_t>(max_states) + 1) * B), phi((static_cast<std::size_t>(max_states) + 1) * B),
+          partial(n_components) {}
+};
+
+// ----------------------------------------------------------------------------
+// Building blocks over one chunk of columns
+// ----------------------------------------------------------------------------
+
+// sq[j] = Σ_d (row[d] − column_d[j])²: the ARD distance of pre-scaled coordinates.
+template <typename T>
+inline void squared_distances(const T* FASTFM_RESTRICT row, const PointColumns<T>& cols, std::size_t j0,
+                              std::size_t count, T* FASTFM_RESTRICT sq) {
+    for (std::size_t j = 0; j < count; ++j) sq[j] = T(0);
+    for (std::size_t d = 0; d < cols.n_continuous; ++d) {
+        const T c = row[d];
+        const T* FASTFM_RESTRICT col = cols.coordinate(d) + j0;
+        for (std::size_t j = 0; j < count; ++j) {
+            const T diff = c - col[j];
+            sq[j] += diff * diff;
+        }
+    }
+}
+
+// r = d^t from sq = d².
+template <typename T>
+inline void continuous_argument(const T* FASTFM_RESTRICT sq, std::size_t count, T exponent, T* FASTFM_RESTRICT arg) {
+    if (exponent == T(2)) {
+        for (std::size_t j = 0; j < count; ++j) arg[j] = sq[j];
+    } else if (exponent == T(1)) {
+        for (std::size_t j = 0; j < count; ++j) arg[j] = std::sqrt(sq[j]);
+    } else {
+        const T half = T(0.5) * exponent;
+        for (std::size_t j = 0; j < count; ++j) arg[j] = std::pow(sq[j], half);
+    }
+}
+
+// f(μ_g, s) of the Laplace family for x = 1/u, by Horner: x(a_1 + x(a_2 + ...)).
+template <typename T>
+inline void laplace_family_values(const std::vector<T>& coefficients, const T* FASTFM_RESTRICT x, std::size_t count,
+                                  T* FASTFM_RESTRICT f) {
+    const std::size_t K = coefficients.size();
+    for (std::size_t j = 0; j < count; ++j) f[j] = coefficients[K - 1];
+    for (std::size_t k = K - 1; k-- > 0;) {
+        const T a = coefficients[k];
+        for (std::size_t j = 0; j < count; ++j) f[j] = f[j] * x[j] + a;
+    }
+    for (std::size_t j = 0; j < count; ++j) f[j] *= x[j];
+}
+
+// F_p for row state v against column states, multiplied into prod (the Gram path).
+template <typename T>
+inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, int v,
+                            const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg, std::size_t count,
+                            T* FASTFM_RESTRICT prod, Workspace<T>& ws);
+
+// w[j] = P_g[v, states[j]] for any storage (complete graphs: exact 1/n and δ − 1/n).
+template <typename T>
+inline void group_weights(const VariableSpectrum<T>& spec, int v, int g, const int32_t* FASTFM_RESTRICT states,
+                          std::size_t count, T* FASTFM_RESTRICT w) {
+    const int n = spec.n_states;
+    if (spec.path == FactorPath::complete) {
+        const T inv_n = T(1) / T(n);
+        if (g == 0) {
+            for (std::size_t j = 0; j < count; ++j) w[j] = inv_n;
+        } else {
+            for (std::size_t j = 0; j < count; ++j) w[j] = (states[j] == v ? T(1) : T(0)) - inv_n;
+        }
+        return;
+    }
+    if (spec.has_projectors()) {
+        const T* FASTFM_RESTRICT row = spec.projectors.data() + (static_cast<std::size_t>(v) * spec.n_groups + g) * n;
+        for (std::size_t j = 0; j < count; ++j) w[j] = row[states[j]];
+        return;
+    }
+    for (std::size_t j = 0; j < count; ++j) w[j] = T(0);
+    for (int i = spec.group_starts[g]; i < spec.group_starts[g + 1]; ++i) {
+        const T u = spec.eigenvectors[static_cast<std::size_t>(v) * n + i];
+        const T* FASTFM_RESTRICT column = spec.eigenvectors_transposed.data() + static_cast<std::size_t>(i) * n;
+        for (std::size_t j = 0; j < count; ++j) w[j] += u * column[states[j]];
+    }
+}
+
+// f(μ_g, s[j]) for one group.
+template <typename T>
+inline void group_modulation_values(const FMPlan<T>& plan, const VariablePlan<T>& var, int g,
+                                    const T* FASTFM_RESTRICT s, std::size_t count, T* FASTFM_RESTRICT x,
+                                    T* FASTFM_RESTRICT f) {
+    if (plan.modulation.kind == kDiffusion) {
+        const T bm = var.beta_mu[g];
+        if (bm == T(0)) {
+            for (std::size_t j = 0; j < count; ++j) f[j] = T(1);
+        } else {
+            for (std::size_t j = 0; j < count; ++j) f[j] = std::exp(-(T(1) + s[j]) * bm);
+        }
+        return;
+    }
+    const T shift = var.shift[g];
+    if (plan.single_term) {
+        const T a1 = plan.leading;
+        for (std::size_t j = 0; j < count; ++j) f[j] = a1 / (shift + s[j]);
+        return;
+    }
+    for (std::size_t j = 0; j < count; ++j) x[j] = T(1) / (shift + s[j]);
+    laplace_family_values(plan.modulation.coefficients, x, count, f);
+}
+
+// F = Σ_g f(μ_g, s) P_g[v, ·], multiplied into prod.
+template <typename T>
+inline void multiply_factor_general(const FMPlan<T>& plan, const VariablePlan<T>& var, int v,
+                                    const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg,
+                                    std::size_t count, T* FASTFM_RESTRICT prod, Workspace<T>& ws) {
+    const VariableSpectrum<T>& spec = *var.spectrum;
+    const int n = spec.n_states, G = spec.n_groups;
+    const T alpha = var.alpha;
+    T* FASTFM_RESTRICT F = ws.factor.data();
+    T* FASTFM_RESTRICT s = ws.scaled.data();
+    T* FASTFM_RESTRICT x = ws.x0.data();
+    T* FASTFM_RESTRICT f = ws.horner.data();
+    T* FASTFM_RESTRICT w = ws.x1.data();
+    for (std::size_t j = 0; j < count; ++j) {
+        F[j] = T(0);
+        s[j] = alpha * arg[j];
+    }
+    const bool fused = spec.has_projectors() && plan.single_term;
+    for (int g = 0; g < G; ++g) {
+        if (fused) {  // the hot case: one division and one gather per group and pair
+            const T* FASTFM_RESTRICT weight = spec.projectors.data() + (static_cast<std::size_t>(v) * G + g) * n;
+            const T shift = var.shift[g], a1 = plan.leading;
+            for (std::size_t j = 0; j < count; ++j) F[j] += weight[states[j]] * (a1 / (shift + s[j]));
+            continue;
+        }
+        group_modulation_values(plan, var, g, s, count, x, f);
+        group_weights(spec, v, g, states, count, w);
+        for (std::size_t j = 0; j < count; ++j) F[j] += w[j] * f[j];
+    }
+    for (std::size_t j = 0; j < count; ++j) prod[j] *= F[j];
+}
+
+// Largest leading continuant for which products of two continuants stay finite.
+template <typename T>
+constexpr T continuant_limit() {
+    return T(1e150);
+}
+
+// Resolvent entries of a tridiagonal Laplacian (Usmani 1994, "Inversion of a
+// tridiagonal Jacobi matrix"):  for T = (1+s)I + βL with off-diagonal −βw_k,
+//     [T⁻¹]_{vw} = Π_{k=v}^{w−1} βw_k · θ_v φ_{w+1} / θ_n      (v ≤ w)
+// θ_k = det of the leading k×k block, φ_k of the trailing block from k.
+// Every eigenvalue of T and of its principal blocks is ≥ 1, so θ, φ ≥ 1 and
+// grow monotonically (no cancellation blow-up; forward recurrence is stable).
+// Returns false (nothing written) when θ_n is too large for the products.
+template <typename T>
+inline bool multiply_factor_tridiagonal(const VariablePlan<T>& var, int v, const int32_t* FASTFM_RESTRICT states,
+                                        const T* FASTFM_RESTRICT arg, std::size_t count, T* FASTFM_RESTRICT prod,
+                                        Workspace<T>& ws) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const int n = var.spectrum->n_states;
+    const T alpha = var.alpha;
+    T* FASTFM_RESTRICT theta = ws.theta.data();
+    T* FASTFM_RESTRICT s = ws.scaled.data();
+    const T* FASTFM_RESTRICT dshift = var.diagonal_shift.data();
+    const T* FASTFM_RESTRICT csq = var.coupling_sq.data();
+    for (std::size_t j = 0; j < count; ++j) {
+        s[j] = alpha * arg[j];
+        theta[j] = T(1);
+        theta[B + j] = dshift[0] + s[j];
+    }
+    for (int k = 1; k < n; ++k) {
+        T* FASTFM_RESTRICT next = theta + (k + 1) * B;
+        const T* FASTFM_RESTRICT cur = theta + k * B;
+        const T* FASTFM_RESTRICT prev = theta + (k - 1) * B;
+        const T d = dshift[k], c = csq[k - 1];
+        for (std::size_t j = 0; j < count; ++j) next[j] = (d + s[j]) * cur[j] - c * prev[j];
+    }
+    const T* FASTFM_RESTRICT det = theta + n * B;
+    T largest = 0;
+    for (std::size_t j = 0; j < count; ++j) largest = largest > det[j] ? largest : det[j];
+    if (!(largest <= continuant_limit<T>())) return false;
+    T* FASTFM_RESTRICT inv_det = ws.x0.data();
+    for (std::size_t j = 0; j < count; ++j) inv_det[j] = T(1) / det[j];
+    const T* FASTFM_RESTRICT product_row = var.coupling_product.data() + static_cast<std::size_t>(v) * n;
+    if (var.spectrum->mirror_symmetric) {
+        // φ_{k} = θ_{n−k}, so φ_{max+1} = θ_{n−1−max}
+        for (std::size_t j = 0; j < count; ++j) {
+            const int w = states[j];
+            const int lo = w < v ? w : v;
+            const int hi = w < v ? v : w;
+            prod[j] *= product_row[w] * theta[lo * B + j] * theta[(n - 1 - hi) * B + j] * inv_det[j];
+        }
+        return true;
+    }
+    T* FASTFM_RESTRICT phi = ws.phi.data();
+    for (std::size_t j = 0; j < count; ++j) {
+        phi[n * B + j] = T(1);
+        phi[(n - 1) * B + j] = dshift[n - 1] + s[j];
+    }
+    for (int k = n - 2; k >= 0; --k) {
+        T* FASTFM_RESTRICT next = phi + k * B;
+        const T* FASTFM_RESTRICT cur = phi + (k + 1) * B;
+        const T* FASTFM_RESTRICT prev = phi + (k + 2) * B;
+        const T d = dshift[k], c = csq[k];
+        for (std::size_t j = 0; j < count; ++j) next[j] = (d + s[j]) * cur[j] - c * prev[j];
+    }
+    for (std::size_t j = 0; j < count; ++j) {
+        const int w = states[j];
+        const int lo = w < v ? w : v;
+        const int hi = w < v ? v : w;
+        prod[j] *= product_row[w] * theta[lo * B + j] * phi[(hi + 1) * B + j] * inv_det[j];
+    }
+    return true;
+}
+
+template <typename T>
+inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, int v,
+                            const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg, std::size_t count,
+                            T* FASTFM_RESTRICT prod, Workspace<T>& ws) {
+    const T alpha = var.alpha;
+    if (var.path == FactorPath::complete) {
+        const T inv_n = T(1) / T(var.spectrum->n_states);
+        const T c0 = var.shift[0], c1 = var.shift[1];
+        // F = f0/n + f1(δ − 1/n) = (f0 − f1)/n + δ f1
+        if (plan.modulation.kind == kDiffusion) {
+            const T bm = var.beta_mu[1];
+            for (std::size_t j = 0; j < count; ++j) {
+                const T f1 = std::exp(-(T(1) + alpha * arg[j]) * bm);
+                const T same = states[j] == v ? f1 : T(0);
+                prod[j] *= (T(1) - f1) * inv_n + same;
+            }
+        } else if (plan.single_term) {
+            const T a1 = plan.leading;
+            for (std::size_t j = 0; j < count; ++j) {
+                const T s = alpha * arg[j];
+                const T u0 = c0 + s, u1 = c1 + s;
+                const T inv = a1 / (u0 * u1);  // both reciprocals from one division
+                const T f0 = u1 * inv, f1 = u0 * inv;
+                const T same = states[j] == v ? f1 : T(0);
+                prod[j] *= (f0 - f1) * inv_n + same;
+            }
+        } else {
+            T* FASTFM_RESTRICT x0 = ws.x0.data();
+            T* FASTFM_RESTRICT x1 = ws.x1.data();
+            T* FASTFM_RESTRICT f0 = ws.horner.data();
+            T* FASTFM_RESTRICT f1 = ws.factor.data();
+            for (std::size_t j = 0; j < count; ++j) {
+                const T s = alpha * arg[j];
+                const T u0 = c0 + s, u1 = c1 + s;
+                const T inv = T(1) / (u0 * u1);
+                x0[j] = u1 * inv;
+                x1[j] = u0 * inv;
+            }
+            laplace_family_values(plan.modulation.coefficients, x0, count, f0);
+            laplace_family_values(plan.modulation.coefficients, x1, count, f1);
+            for (std::size_t j = 0; j < count; ++j) {
+                const T same = states[j] == v ? f1[j] : T(0);
+                prod[j] *= (f0[j] - f1[j]) * inv_n + same;
+            }
+        }
+        return;
+    }
+    if (var.tridiagonal_gram && multiply_factor_tridiagonal(var, v, states, arg, count, prod, ws)) return;
+    multiply_factor_general(plan, var, v, states, arg, count, prod, ws);
+}
+
+// F_p, ∂F_p/∂s and β ∂F_p/∂β for row state v (the gradient paths).
+template <typename T>
+inline void factor_derivatives(const FMPlan<T>& plan, const VariablePlan<T>& var, int v,
+                               const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg, std::size_t count,
+                               T* FASTFM_RESTRICT F, T* FASTFM_RESTRICT dF, T* FASTFM_RESTRICT dFb,
+                               Workspace<T>& ws) {
+    const VariableSpectrum<T>& spec = *var.spectrum;
+    const T alpha = var.alpha;
+    const bool diffusion = plan.modulation.kind == kDiffusion;
+    T* FASTFM_RESTRICT s = ws.scaled.data();
+    for (std::size_t j = 0; j < count; ++j) s[j] = alpha * arg[j];
+
+    if (var.path == FactorPath::complete && !diffusion && plan.single_term) {
+        const T inv_n = T(1) / T(spec.n_states);
+        const T c0 = var.shift[0], c1 = var.shift[1], bm1 = var.beta_mu[1], a1 = plan.leading;
+        for (std::size_t j = 0; j < count; ++j) {
+            const T u0 = c0 + s[j], u1 = c1 + s[j];
+            const T inv = T(1) / (u0 * u1);
+            const T x0 = u1 * inv, x1 = u0 * inv;
+            const T f0 = a1 * x0, f1 = a1 * x1;
+            const T df0 = -f0 * x0, df1 = -f1 * x1;  // d(a/u)/du = −a/u²
+            const bool same = states[j] == v;
+            F[j] = (f0 - f1) * inv_n + (same ? f1 : T(0));
+            dF[j] = (df0 - df1) * inv_n + (same ? df1 : T(0));
+            dFb[j] = ((same ? T(1) : T(0)) - inv_n) * df1 * bm1;  // group 0 has μ = 0
+        }
+        return;
+    }
+
+    // General form Σ_g w_g (f, ∂f/∂s, β∂f/∂β); complete graphs use exact weights 1/n, δ − 1/n.
+    const int G = spec.n_groups;
+    T* FASTFM_RESTRICT x = ws.x0.data();
+    T* FASTFM_RESTRICT f = ws.horner.data();
+    T* FASTFM_RESTRICT g_df = ws.x1.data();
+    T* FASTFM_RESTRICT w = ws.factor.data();
+    for (std::size_t j = 0; j < count; ++j) F[j] = dF[j] = dFb[j] = T(0);
+    for (int g = 0; g < G; ++g) {
+        group_weights(spec, v, g, states, count, w);
+        const T bm = var.beta_mu[g];
+        if (diffusion) {
+            // f = exp(−(1+s)βμ), ∂f/∂s = −βμ f, β∂f/∂β = −(1+s)βμ f
+            for (std::size_t j = 0; j < count; ++j) {
+                const T fj = bm == T(0) ? T(1) : std::exp(-(T(1) + s[j]) * bm);
+                F[j] += w[j] * fj;
+                dF[j] -= w[j] * bm * fj;
+                dFb[j] -= w[j] * (T(1) + s[j]) * bm * fj;
+            }
+            continue;
+        }
+        const T shift = var.shift[g];
+        if (plan.single_term) {
+            const T a1 = plan.leading;
+            for (std::size_t j = 0; j < count; ++j) {
+                const T xj = T(1) / (shift + s[j]);
+                const T fj = a1 * xj;
+                const T dfj = -fj * xj;
+                F[j] += w[j] * fj;
+                dF[j] += w[j] * dfj;
+                dFb[j] += w[j] * dfj * bm;
+            }
+            continue;
+        }
+        for (std::size_t j = 0; j < count; ++j) x[j] = T(1) / (shift + s[j]);
+        laplace_family_values(plan.modulation.coefficients, x, count, f);
+        // ∂f/∂u = −x² Σ n a_n x^(n−1): Horner on n·a_n gives x Σ n a_n x^(n−1)
+        laplace_family_values(plan.df_coefficients, x, count, g_df);
+        for (std::size_t j = 0; j < count; ++j) {
+            const T dfj = -g_df[j] * x[j];
+            F[j] += w[j] * f[j];
+            dF[j] += w[j] * dfj;
+            dFb[j] += w[j] * dfj * bm;
+        }
+    }
+}
+
+// Q_p = Π_{q≠p} F_q by suffix then prefix products (no division: factors may
+// be 0; numpy_backend._products_of_others).  total[j] = Π_q F_q.
+template <typename T>
+inline void products_of_others(std::size_t P, const T* FASTFM_RESTRICT F, std::size_t count,
+                               T* FASTFM_RESTRICT others, T* FASTFM_RESTRICT total) {
+    constexpr std::size_t B = Workspace<T>::B;
+    if (P == 0) {
+        for (std::size_t j = 0; j < count; ++j) total[j] = T(1);
+        return;
+    }
+    for (std::size_t j = 0; j < count; ++j) others[(P - 1) * B + j] = T(1);
+    for (std::size_t p = P - 1; p-- > 0;)
+        for (std::size_t j = 0; j < count; ++j) others[p * B + j] = others[(p + 1) * B + j] * F[(p + 1) * B + j];
+    for (std::size_t j = 0; j < count; ++j) total[j] = T(1);
+    for (std::size_t p = 0; p < P; ++p)
+        for (std::size_t j = 0; j < count; ++j) {
+            others[p * B + j] *= total[j];
+            total[j] *= F[p * B + j];
+        }
+}
+
+template <typename T>
+inline T sum_of(const T* FASTFM_RESTRICT x, std::size_t count) {
+    T total = 0;
+#pragma omp simd reduction(+ : total)
+    for (std::size_t j = 0; j < count; ++j) total += x[j];
+    return total;
+}
+
+// ----------------------------------------------------------------------------
+// Problems (inputs of one call) and their tiles
+// ----------------------------------------------------------------------------
+
+// Rows are row-major arrays (row a: C[a*Dc..], D[a*P..]); columns are transposed.
+// The continuous argument comes either from coordinates (R == nullptr) or
+// from the given row-major matrix R of shape (n_rows, n_cols).
+template <typename T>
+struct GramProblem {
+    const FMPlan<T>* plan = nullptr;
+    const T* rows_continuous = nullptr;  // (n_rows, Dc); unused when R is given
+    const int64_t* rows_states = nullptr;  // (n_rows, P)
+    const PointColumns<T>* cols = nullptr;
+    const T* R = nullptr;
+    std::size_t n_rows = 0;
+    bool symmetric = false;  // columns are the rows: compute a ≤ j, mirror
+    T* K = nullptr;          // (n_rows, cols->n_points)
+};
+
+template <typename T>
+inline void argument_for_row(const GramProblem<T>& pb, std::size_t a, std::size_t j0, std::size_t count,
+                             Workspace<T>& ws) {
+    const std::size_t M = pb.cols->n_points;
+    if (pb.R != nullptr) {
+        const T* FASTFM_RESTRICT r = pb.R + a * M + j0;
+        for (std::size_t j = 0; j < count; ++j) ws.arg[j] = r[j];
+        return;
+    }
+    squared_distances(pb.rows_continuous + a * pb.plan->n_continuous, *pb.cols, j0, count, ws.sq.data());
+    continuous_argument(ws.sq.data(), count, pb.plan->modulation.exponent, ws.arg.data());
+}
+
+// K[a, j] for rows [a0, a1) (and, if symmetric, K[j, a] for j > a).
+template <typename T>
+void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const FMPlan<T>& plan = *pb.plan;
+    const std::size_t M = pb.cols->n_points, P = plan.n_variables();
+    const std::size_t first = pb.symmetric ? a0 : 0;
+    for (std::size_t j0 = first; j0 < M; j0 += B) {
+        const std::size_t j1 = std::min(M, j0 + B);
+        for (std::size_t a = a0; a < a1; ++a) {
+            const std::size_t js = pb.symmetric ? std::max(j0, a) : j0;
+            if (js >= j1) continue;
+            const std::size_t count = j1 - js;
+            argument_for_row(pb, a, js, count, ws);
+            T* FASTFM_RESTRICT out = pb.K + a * M + js;
+            for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
+            const int64_t* v = pb.rows_states + a * P;
+            for (std::size_t p = 0; p < P; ++p)
+                multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
+                                ws.arg.data(), count, out, ws);
+            if (pb.symmetric)
+                for (std::size_t j = (js == a ? 1 : 0); j < count; ++j) pb.K[(js + j) * M + a] = out[j];
+        }
+    }
+}
+
+// Σ_ab W_ab ∂K_ab/∂log ψ.  Components: [log θ (Dc) | log α (P) | log β (P) | log σ²].
+// symmetric: coordinates, pairs a ≤ b weighted W_ab + W_ba (a < b) or W_aa;
+// otherwise (R given): every pair, and omega[a, b] = W_ab ∂K_ab/∂R_ab is written.
+template <typename T>
+struct ReductionProblem {
+    const FMPlan<T>* plan = nullptr;
+    const T* rows_continuous = nullptr;  // (N, Dc)
+    const int64_t* rows_states = nullptr;
+    const PointColumns<T>* cols = nullptr;
+    const T* R = nullptr;  // (N, N) argument, or nullptr for coordinates
+    const T* W = nullptr;  // (N, N)
+    std::size_t N = 0;
+    T* omega = nullptr;    // (N, N) output when R is given
+    std::vector<T>* tile_partials = nullptr;  // n_tiles × n_components
+    std::size_t n_components() const { return plan->n_continuous + 2 * plan->n_variables() + 1; }
+};
+
+template <typename T>
+void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1,
+                    std::size_t tile) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const FMPlan<T>& plan = *pb.plan;
+    const std::size_t N = pb.N, P = plan.n_variables(), Dc = plan.n_continuous;
+    const bool symmetric = pb.R == nullptr;
+    const T exponent = plan.modulation.exponent;
+    T* FASTFM_RESTRICT partial = pb.tile_partials->data() + tile * pb.n_components();
+    T* FASTFM_RESTRICT sq = ws.sq.data();
+    T* FASTFM_RESTRICT arg = ws.arg.data();
+    T* FASTFM_RESTRICT wts = ws.weights.data();
+    T* FASTFM_RESTRICT omega = ws.omega.data();
+    T* FASTFM_RESTRICT total = ws.prod.data();
+    T* FASTFM_RESTRICT chain = ws.chain.data();
+    const std::size_t first = symmetric ? a0 : 0;
+    for (std::size_t j0 = first; j0 < N; j0 += B) {
+        const std::size_t j1 = std::min(N, j0 + B);
+        for (std::size_t a = a0; a < a1; ++a) {
+            const std::size_t js = symmetric ? std::max(j0, a) : j0;
+            if (js >= j1) continue;
+            const std::size_t count = j1 - js;
+            const T* FASTFM_RESTRICT w_row = pb.W + a * N + js;
+            if (symmetric) {
+                squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
+                continuous_argument(sq, count, exponent, arg);
+                const T* FASTFM_RESTRICT w_col = pb.W + js * N + a;
+                for (std::size_t j = 0; j < count; ++j) wts[j] = plan.variance * (w_row[j] + w_col[j * N]);
+                if (js == a) wts[0] = plan.variance * w_row[0];  // the diagonal pair counts once
+            } else {
+                const T* FASTFM_RESTRICT r = pb.R + a * N + js;
+                for (std::size_t j = 0; j < count; ++j) {
+                    arg[j] = r[j];
+                    wts[j] = plan.variance * w_row[j];
+                }
+            }
+            const int64_t* v = pb.rows_states + a * P;
+            for (std::size_t p = 0; p < P; ++p)
+                factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
+                                   arg, count, ws.F.data() + p * B, ws.dF.data() + p * B, ws.dFb.data() + p * B, ws);
+            products_of_others(P, ws.F.data(), count, ws.others.data(), total);
+            for (std::size_t j = 0; j < count; ++j) omega[j] = T(0);
+            for (std::size_t p = 0; p < P; ++p) {
+                const T alpha = plan.variables[p].alpha;
+                const T* FASTFM_RESTRICT Q = ws.others.data() + p * B;
+                const T* FASTFM_RESTRICT dF = ws.dF.data() + p * B;
+                const T* FASTFM_RESTRICT dFb = ws.dFb.data() + p * B;
+                T sum_alpha = 0, sum_beta = 0;
+#pragma omp simd reduction(+ : sum_alpha, sum_beta)
+                for (std::size_t j = 0; j < count; ++j) {
+                    const T weighted_others = wts[j] * Q[j];              // W σ² Q_p
+                    const T dK_dR = weighted_others * alpha * dF[j];      // through s_p = α_p R
+                    omega[j] += dK_dR;
+                    sum_alpha += dK_dR * arg[j];                          // ∂s_p/∂log α_p = α_p R
+                    sum_beta += weighted_others * dFb[j];
+                }
+                partial[Dc + p] += sum_alpha;
+                partial[Dc + P + p] += sum_beta;
+            }
+            T sum_variance = 0;
+#pragma omp simd reduction(+ : sum_variance)
+            for (std::size_t j = 0; j < count; ++j) sum_variance += wts[j] * total[j];  // ∂K/∂log σ² = K
+            partial[Dc + 2 * P] += sum_variance;
+            if (!symmetric) {
+                T* FASTFM_RESTRICT out = pb.omega + a * N + js;
+                for (std::size_t j = 0; j < count; ++j) out[j] = omega[j];
+                continue;
+            }
+            if (Dc == 0) continue;
+            // ∂R/∂log θ_d = (t/2) sq^(t/2−1) ∂sq/∂log θ_d,  ∂sq/∂log θ_d = −2 (c_ad − c_bd)²
+            if (exponent == T(2)) {
+                for (std::size_t j = 0; j < count; ++j) chain[j] = omega[j];
+            } else {
+                const T half = T(0.5) * exponent;
+                for (std::size_t j = 0; j < count; ++j) chain[j] = sq[j] > T(0) ? omega[j] * half * (arg[j] / sq[j]) : T(0);
+            }
+            const T* row = pb.rows_continuous + a * Dc;
+            for (std::size_t d = 0; d < Dc; ++d) {
+                const T c = row[d];
+                const T* FASTFM_RESTRICT col = pb.cols->coordinate(d) + js;
+                T sum_d = 0;
+#pragma omp simd reduction(+ : sum_d)
+                for (std::size_t j = 0; j < count; ++j) {
+                    const T diff = c - col[j];
+                    sum_d += chain[j] * diff * diff;
+                }
+                partial[d] += T(-2) * sum_d;
+            }
+        }
+    }
+}
+
+// Cross covariances and their gradient w.r.t. the rows' scaled continuous
+// inputs: K (n_rows, M) and dK (n_rows, M, Dc).
+template <typename T>
+struct CrossGradientProblem {
+    const FMPlan<T>* plan = nullptr;
+    const T* rows_continuous = nullptr;
+    const int64_t* rows_states = nullptr;
+    const PointColumns<T>* cols = nullptr;
+    std::size_t n_rows = 0;
+    T* K = nullptr;
+    T* dK = nullptr;
+};
+
+template <typename T>
+void cross_gradient_tile(const CrossGradientProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const FMPlan<T>& plan = *pb.plan;
+    const std::size_t M = pb.cols->n_points, P = plan.n_variables(), Dc = plan.n_continuous;
+    const T exponent = plan.modulation.exponent;
+    T* FASTFM_RESTRICT sq = ws.sq.data();
+    T* FASTFM_RESTRICT arg = ws.arg.data();
+    T* FASTFM_RESTRICT total = ws.prod.data();
+    T* FASTFM_RESTRICT dK_dR = ws.omega.data();
+    for (std::size_t j0 = 0; j0 < M; j0 += B) {
+        const std::size_t count = std::min(M, j0 + B) - j0;
+        for (std::size_t a = a0; a < a1; ++a) {
+            const T* row = pb.rows_continuous + a * Dc;
+            squared_distances(row, *pb.cols, j0, count, sq);
+            continuous_argument(sq, count, exponent, arg);
+            const int64_t* v = pb.rows_states + a * P;
+            for (std::size_t p = 0; p < P; ++p)
+                factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + j0,
+                                   arg, count, ws.F.data() + p * B, ws.dF.data() + p * B, ws.dFb.data() + p * B, ws);
+            products_of_others(P, ws.F.data(), count, ws.others.data(), total);
+            for (std::size_t j = 0; j < count; ++j) dK_dR[j] = T(0);
+            for (std::size_t p = 0; p < P; ++p) {
+                const T scale = plan.variance * plan.variables[p].alpha;
+                const T* FASTFM_RESTRICT Q = ws.others.data() + p * B;
+                const T* FASTFM_RESTRICT dF = ws.dF.data() + p * B;
+                for (std::size_t j = 0; j < count; ++j) dK_dR[j] += scale * Q[j] * dF[j];
+            }
+            if (exponent != T(2)) {
+                const T half = T(0.5) * exponent;
+                for (std::size_t j = 0; j < count; ++j) dK_dR[j] = sq[j] > T(0) ? dK_dR[j] * half * (arg[j] / sq[j]) : T(0);
+            }
+            T* FASTFM_RESTRICT K_out = pb.K + a * M + j0;
+            for (std::size_t j = 0; j < count; ++j) K_out[j] = plan.variance * total[j];
+            // ∂sq/∂c_ad = 2 (c_ad − c_bd)
+            T* FASTFM_RESTRICT dK_out = pb.dK + (a * M + j0) * Dc;
+            for (std::size_t d = 0; d < Dc; ++d) {
+                const T c = row[d];
+                const T* FASTFM_RESTRICT col = pb.cols->coordinate(d) + j0;
+                for (std::size_t j = 0; j < count; ++j) dK_out[j * Dc + d] = T(2) * dK_dR[j] * (c - col[j]);
+            }
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Drivers.  Tile is a callable (problem, workspace, a0, a1[, tile]) so that the
+// bindings can pass an ISA-dispatched instantiation; defaults call the templates.
+// ----------------------------------------------------------------------------
+
+template <typename T>
+struct DefaultTiles {
+    static void gram(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
+        gram_tile(pb, ws, a0, a1);
+    }
+    static void reduction(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1,
+                          std::size_t tile) {
+        reduction_tile(pb, ws, a0, a1, tile);
+    }
+    static void cross_gradient(const CrossGradientProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
+        cross_gradient_tile(pb, ws, a0, a1);
+    }
+};
+
+// Rows per task: small tiles balance the triangle; long rows of a cross Gram
+// against few columns (acquisition scoring) amortise per-row work in bigger tiles.
+inline std::size_t tile_rows_for(std::size_t n_cols, bool symmetric) {
+    if (symmetric) return kTileRows;
+    return n_cols >= 1024 ? kTileRows : 64;
+}
+
+template <typename T, typename GramTileFn = decltype(&DefaultTiles<T>::gram)>
+void run_gram(const GramProblem<T>& pb, int n_threads, GramTileFn tile = &DefaultTiles<T>::gram) {
+    const FMPlan<T>& plan = *pb.plan;
+    for_each_row_tile(
+        pb.n_rows, tile_rows_for(pb.cols->n_points, pb.symmetric), n_threads,
+        [&] { return Workspace<T>(plan.n_variables(), plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t) { tile(pb, ws, a0, a1); });
+}
+
+// Returns the component sums, added tile by tile in a fixed order so that the
+// result does not depend on the thread schedule.
+template <typename T, typename ReductionTileFn = decltype(&DefaultTiles<T>::reduction)>
+std::vector<T> run_reduction(ReductionProblem<T> pb, int n_threads,
+                             ReductionTileFn tile = &DefaultTiles<T>::reduction) {
+    const std::size_t n_components = pb.n_components();
+    const std::size_t tile_rows = kTileRows;
+    const std::size_t n_tiles = (pb.N + tile_rows - 1) / tile_rows;
+    std::vector<T> partials(n_tiles * n_components, T(0));
+    pb.tile_partials = &partials;
+    const FMPlan<T>& plan = *pb.plan;
+    for_each_row_tile(
+        pb.N, tile_rows, n_threads, [&] { return Workspace<T>(plan.n_variables(), plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t t) { tile(pb, ws, a0, a1, t); });
+    std::vector<T> sums(n_components, T(0));
+    for (std::size_t t = 0; t < n_tiles; ++t)
+        for (std::size_t c = 0; c < n_components; ++c) sums[c] += partials[t * n_components + c];
+    return sums;
+}
+
+template <typename T, typename CrossTileFn = decltype(&DefaultTiles<T>::cross_gradient)>
+void run_cross_gradient(const CrossGradientProblem<T>& pb, int n_threads,
+                        CrossTileFn tile = &DefaultTiles<T>::cross_gradient) {
+    const FMPlan<T>& plan = *pb.plan;
+    for_each_row_tile(
+        pb.n_rows, tile_rows_for(pb.cols->n_points, false), n_threads,
+        [&] { return Workspace<T>(plan.n_variables(), plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t) { tile(pb, ws, a0, a1); });
+}
+
+// Rows of graph neighbours of one point x = (c, v) against N points: row m
+// moves variable var_index[m] to new_state[m].  Only that factor changes, so
+// every row is σ² Q_p(x, ·) F_p(new state, ·) with the base point's
+// Q_p = Π_{q≠p} F_q (SPEC §2 "facts"): about one factor per neighbour.
+template <typename T>
+void neighbour_gram(const FMPlan<T>& plan, const T* c, const int64_t* v, const PointColumns<T>& cols,
+                    const int64_t* var_index, const int64_t* new_state, std::size_t n_neighbours, T* K,
+                    int n_threads) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const std::size_t N = cols.n_points, P = plan.n_variables();
+    const std::size_t n_chunks = (N + B - 1) / B;
+    // base factors F_q(v_q, ·) and the products of the others, per chunk of columns
+    std::vector<T> argument(N), others(P * N);
+    for_each_row_tile(
+        n_chunks, 1, n_threads, [&] { return Workspace<T>(P, plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t c0, std::size_t, std::size_t) {
+            const std::size_t j0 = c0 * B, count = std::min(N, j0 + B) - j0;
+            squared_distances(c, cols, j0, count, ws.sq.data());
+            continuous_argument(ws.sq.data(), count, plan.modulation.exponent, argument.data() + j0);
+            for (std::size_t p = 0; p < P; ++p) {
+                T* F = ws.F.data() + p * B;
+                for (std::size_t j = 0; j < count; ++j) F[j] = T(1);
+                multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), cols.variable_states(p) + j0,
+                                argument.data() + j0, count, F, ws);
+            }
+            products_of_others(P, ws.F.data(), count, ws.others.data(), ws.prod.data());
+            for (std::size_t p = 0; p < P; ++p)
+                for (std::size_t j = 0; j < count; ++j) others[p * N + j0 + j] = ws.others[p * B + j];
+        });
+    for_each_row_tile(
+        n_neighbours, 8, n_threads, [&] { return Workspace<T>(P, plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t m0, std::size_t m1, std::size_t) {
+            for (std::size_t m = m0; m < m1; ++m) {
+                const std::size_t p = static_cast<std::size_t>(var_index[m]);
+                T* row = K + m * N;
+                for (std::size_t j = 0; j < N; ++j) row[j] = plan.variance * others[p * N + j];
+                for (std::size_t j0 = 0; j0 < N; j0 += B)
+                    multiply_factor(plan, plan.variables[p], static_cast<int>(new_state[m]),
+                                    cols.variable_states(p) + j0, argument.data() + j0, std::min(N, j0 + B) - j0,
+                                    row + j0, ws);
+            }
+        });
+}
+
+}  // namespace fastfm
