@@ -91,16 +91,22 @@ def test_lml_gradient_with_dense_tensor_reference():
 
 def test_prior_enters_objective_and_gradient():
     X, y = _data(CONTINUOUS, 8, seed=4)
-    prior = GaussianLogPrior(mean=0.0, std=2.0)
-    gp = GaussianProcessRegressor(RBF(CONTINUOUS), theta_prior=prior, n_restarts=2, random_state=0).fit(X, y)
-    theta = np.append(gp.kernel_.theta, np.log(gp.noise_))
-    # at a MAP-II optimum the likelihood gradient balances the prior gradient where no bound is active
-    _, grad = gp.log_marginal_likelihood(theta, eval_gradient=True)
-    bounds = np.vstack([gp.kernel_.bounds, np.log([[1e-6, 1.0]])])
-    free = (theta > bounds[:, 0] + 1e-6) & (theta < bounds[:, 1] - 1e-6)
-    _, dprior = prior(theta)
-    np.testing.assert_allclose((grad + dprior)[free], 0.0, atol=1e-3)
-    value, dvalue = prior(theta)
+    kernel = RBF(CONTINUOUS)
+    mean = np.append(kernel.theta, np.log(1e-2))
+    prior = GaussianLogPrior(mean=mean, std=2.0)
+    gp = GaussianProcessRegressor(kernel, theta_prior=prior, optimizer=None).fit(X, y)
+    objective = gp._objective(kernel.clone_with_theta(kernel.theta), X, gp.y_train_, kernel.n_theta)
+    theta = mean + np.array([0.3, -0.2, 0.1, 0.4, -0.5])
+    value, grad = objective(theta)
+    assert value == pytest.approx(-(gp.log_marginal_likelihood(theta) + prior(theta)[0]), rel=1e-12)
+    np.testing.assert_allclose(grad, _fd_gradient(lambda t: objective(t)[0], theta), rtol=1e-6, atol=1e-8)
+    # a tight prior holds the MAP-II estimate at its mean; the reported likelihood excludes the prior
+    tight = GaussianProcessRegressor(kernel, theta_prior=GaussianLogPrior(mean, 1e-3), n_restarts=1,
+                                     random_state=0).fit(X, y)
+    np.testing.assert_allclose(np.append(tight.kernel_.theta, np.log(tight.noise_)), mean, atol=0.05)
+    assert tight.log_marginal_likelihood_value_ == pytest.approx(
+        tight.log_marginal_likelihood(np.append(tight.kernel_.theta, np.log(tight.noise_))), rel=1e-10)
+    _, dvalue = prior(theta)
     np.testing.assert_allclose(dvalue, _fd_gradient(lambda t: prior(t)[0], theta), rtol=1e-7)
 
 
