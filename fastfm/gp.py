@@ -129,15 +129,16 @@ def _check_noise_bounds(noise_bounds, noise):
     return np.log(b)[None, :]
 
 
-def _cholesky_with_jitter(K, theta=None):
+def _cholesky_with_jitter(K, context=None):
     """Lower Cholesky factor of K, adding jitter on the diagonal if needed.
 
     Parameters
     ----------
     K : ndarray of shape (N, N)
         Symmetric matrix (K + noise·I); not modified.
-    theta : array or None
-        Only used to name the hyperparameters in the error message.
+    context : callable or None
+        Returns text naming the hyperparameters, for error messages only
+        (called lazily: formatting costs more than a small factorisation).
 
     Returns
     -------
@@ -151,8 +152,8 @@ def _cholesky_with_jitter(K, theta=None):
     NotPositiveDefiniteError
         K holds NaN/inf, or stays non positive definite after the largest jitter.
     """
-    where = "" if theta is None else f" at theta={np.array2string(np.asarray(theta), precision=4)}"
     if not np.all(np.isfinite(K)):
+        where = "" if context is None else context()
         i, j = np.argwhere(~np.isfinite(K))[0]
         raise NotPositiveDefiniteError(
             f"the kernel matrix holds a non-finite value K[{i}, {j}]={float(K[i, j])!r}{where}; "
@@ -162,6 +163,7 @@ def _cholesky_with_jitter(K, theta=None):
     except np.linalg.LinAlgError:
         pass
     scale = float(np.mean(np.diag(K)))
+    where = "" if context is None else context()
     if not scale > 0:
         raise NotPositiveDefiniteError(
             f"the kernel matrix has a non-positive mean diagonal {scale!r}{where}; it cannot be a covariance")
@@ -186,9 +188,10 @@ def _inverse_from_cholesky(L):
     inv, info = dpotri(L, lower=1)
     if info != 0:
         raise NotPositiveDefiniteError(f"inverting the Cholesky factor failed (LAPACK dpotri info={info})")
-    # dpotri fills the lower triangle only
-    inv = np.tril(inv)
-    return inv + np.tril(inv, -1).T
+    # dpotri overwrites the lower triangle only; the upper one keeps L's zeros (scipy's cholesky clears it)
+    full = inv + inv.T
+    full.flat[::full.shape[0] + 1] *= 0.5
+    return full
 
 
 class GaussianProcessRegressor:
@@ -365,11 +368,16 @@ class GaussianProcessRegressor:
 
     # --------------------------------------------------------- likelihood core
     @staticmethod
-    def _factorise(kernel, X, noise, theta_for_message=None):
+    def _factorise(kernel, X, noise):
         """(K, L, jitter) for K = k(X, X) + noise·I."""
         K = kernel(X)
-        K[np.diag_indices_from(K)] += noise
-        L, jitter = _cholesky_with_jitter(K, theta_for_message)
+        K.flat[::K.shape[0] + 1] += noise
+
+        def context():
+            theta = np.append(kernel.theta, math.log(noise))
+            return f" at theta=[kernel.theta, log noise]={np.array2string(theta, precision=4)}"
+
+        L, jitter = _cholesky_with_jitter(K, context)
         return K, L, jitter
 
     @staticmethod
@@ -402,7 +410,7 @@ class GaussianProcessRegressor:
         Raises NotPositiveDefiniteError when K + noise·I cannot be factorised.
         """
         noise = math.exp(log_noise)
-        _, L, _ = self._factorise(kernel, X, noise, np.append(kernel.theta, log_noise))
+        _, L, _ = self._factorise(kernel, X, noise)
         lml, alpha = self._lml_from_factor(L, y)
         if not eval_gradient:
             return lml
@@ -506,7 +514,7 @@ class GaussianProcessRegressor:
 
         # Final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed.
         noise = math.exp(log_noise)
-        _, L, jitter = self._factorise(kernel, X, noise, np.append(kernel.theta, log_noise))
+        _, L, jitter = self._factorise(kernel, X, noise)
         if jitter > 0:
             warnings.warn(f"fastfm: the kernel matrix needed jitter {jitter:.3g} on its diagonal to be "
                           f"factorised (noise={noise:.3g}); predictions are slightly smoothed",
