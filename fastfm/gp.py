@@ -281,6 +281,23 @@ class GaussianProcessRegressor:
         self.copy_X_train = copy_X_train
         self.theta_prior = theta_prior
 
+    # scikit-learn estimator protocol: the constructor arguments, so that sklearn.base.clone works
+    _PARAM_NAMES = ("kernel", "space", "optimizer", "n_restarts", "noise", "noise_bounds", "normalize_y",
+                    "log_transform_y", "random_state", "copy_X_train", "theta_prior")
+
+    def get_params(self, deep=True):
+        """The constructor arguments by name (``deep`` is accepted for scikit-learn compatibility)."""
+        return {name: getattr(self, name) for name in self._PARAM_NAMES}
+
+    def set_params(self, **params):
+        """Set constructor arguments by name; returns self."""
+        for name, value in params.items():
+            if name not in self._PARAM_NAMES:
+                raise ValueError(f"unknown parameter {name!r} for GaussianProcessRegressor; "
+                                 f"valid ones are {list(self._PARAM_NAMES)}")
+            setattr(self, name, value)
+        return self
+
     # ------------------------------------------------------------------ inputs
     def _encoding_space(self):
         return self.space if self.space is not None else getattr(self.kernel, "space", None)

@@ -7,7 +7,7 @@ import pytest
 import fastfm as ff
 from fastfm.exceptions import FitError, InvalidValueError, NotPositiveDefiniteError
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
-from fastfm.kernels import RBF, Matern52, ModLap
+from fastfm.kernels import RBF, Matern52, ModLap, ModNN
 
 CONTINUOUS = ff.Space([ff.Real("a", -1.0, 1.0), ff.Real("b", 0.0, 5.0), ff.Real("c", 1e-3, 1.0, log=True)])
 MIXED = ff.Space([
@@ -141,6 +141,16 @@ def test_fit_accepts_config_dicts_with_space():
     gp = GaussianProcessRegressor(ModLap(MIXED), space=MIXED, optimizer=None).fit(configs, y)
     np.testing.assert_array_equal(gp.X_train_, MIXED.encode(configs))
     np.testing.assert_allclose(gp.predict(configs[:3]), gp.predict(MIXED.encode(configs[:3])))
+
+
+def test_sklearn_estimator_protocol():
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=3)
+    assert gp.get_params()["n_restarts"] == 3
+    assert gp.set_params(noise=1e-3) is gp and gp.noise == 1e-3
+    with pytest.raises(ValueError, match="alpha"):
+        gp.set_params(alpha=1.0)
+    copy = GaussianProcessRegressor(**gp.get_params())
+    assert copy.get_params() == gp.get_params()
 
 
 def test_prior_prediction_before_fit():
@@ -283,7 +293,9 @@ def test_bad_arguments_name_the_parameter():
 @pytest.mark.parametrize("kernel, space", [
     (ModLap(MIXED, lengthscale=[0.3, 0.8], alpha=[0.5, 2.0], beta=[0.3, 1.5]), MIXED),
     (RBF(CONTINUOUS, lengthscale=[0.3, 0.6, 0.9]), CONTINUOUS),
-], ids=["modlap-mixed", "rbf"])
+    # non-stationary: k(x, x) depends on c, so ∂k(x,x)/∂c enters ∂σ (finite-difference path)
+    (ModNN(MIXED, nn_variance=[0.5, 2.0, 1.0], beta=[0.3, 1.5]), MIXED),
+], ids=["modlap-mixed", "rbf", "modnn-mixed"])
 def test_predict_standardized_input_gradient_matches_finite_differences(kernel, space):
     X, y = _data(space, 20, seed=11)
     gp = GaussianProcessRegressor(kernel, optimizer=None, noise=1e-3).fit(X, y)
