@@ -373,7 +373,8 @@ class GaussianProcessRegressor:
 
     def _check_params(self):
         if self.log_transform_y not in (False, True, "shift"):
-            raise ValueError(f"log_transform_y must be False, True or 'shift', got log_transform_y={self.log_transform_y!r}")
+            raise ValueError("log_transform_y must be False, True or 'shift', "
+                             f"got log_transform_y={self.log_transform_y!r}")
         if self.optimizer not in ("fmin_l_bfgs_b", None):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got optimizer={self.optimizer!r}")
         if not isinstance(self.n_restarts, numbers.Integral) or self.n_restarts < 0:
@@ -434,7 +435,7 @@ class GaussianProcessRegressor:
         return lml, self._lml_gradient(kernel, X, L, alpha, noise)
 
     def _objective(self, kernel, X, y, n_kernel):
-        """f(θ) = −log p(y|X,θ) − log p(θ) and its gradient, for L-BFGS-B; failures give a large finite value."""
+        """f(θ) = −log p(y|X,θ) − log p(θ) and its gradient for L-BFGS-B (a failed θ gives a large value)."""
         prior = self.theta_prior
 
         def objective(theta):
