@@ -9,19 +9,24 @@ Quick start::
 """
 import warnings as _warnings
 
-from . import kernels
+from . import acquisition, benchmarks, kernels, optim
+from .bo import Optimizer, OptimizeResult, Trial, minimize
+from .gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from ._backends import available_backends, backend_status
 from ._config import config_context, get_config, set_config
 from ._version import __version__
-from .exceptions import (FastFMError, InvalidConfigError, InvalidValueError, MissingParameterError,
-                         OutOfBoundsError, SpaceDefinitionError, UnknownParameterError)
+from .exceptions import (FastFMError, FitError, InvalidConfigError, InvalidValueError, MissingParameterError,
+                         NotPositiveDefiniteError, NumericalError, OutOfBoundsError, SpaceDefinitionError,
+                         UnknownParameterError)
 from .space import Categorical, Graph, Integer, Ordinal, Real, Space
 
 __all__ = [
-    "__version__", "Space", "Real", "Integer", "Ordinal", "Categorical", "Graph", "kernels",
+    "__version__", "Space", "Optimizer", "minimize", "OptimizeResult", "Trial", "GaussianProcessRegressor",
+    "GaussianLogPrior", "JitterWarning", "benchmarks", "acquisition", "optim", "Real", "Integer", "Ordinal", "Categorical", "Graph", "kernels",
     "set_config", "get_config", "config_context", "show_config", "available_backends",
     "FastFMError", "SpaceDefinitionError", "InvalidConfigError", "UnknownParameterError",
-    "MissingParameterError", "OutOfBoundsError", "InvalidValueError",
+    "MissingParameterError", "OutOfBoundsError", "InvalidValueError", "FitError", "NotPositiveDefiniteError",
+    "NumericalError",
 ]
 
 if "cpp" not in available_backends():

@@ -155,8 +155,8 @@ class Kernel:
         clone.theta = theta
         return clone
 
-    def get_params(self):
-        """Hyperparameter values by name (arrays copied)."""
+    def get_params(self, deep=True):
+        """Hyperparameter values by name (arrays copied); ``deep`` is accepted for scikit-learn."""
         return {name: np.array(getattr(self, name), dtype=float) for name, _ in self._hyperparameter_specs()}
 
     # ---- evaluation ------------------------------------------------------------
@@ -290,7 +290,7 @@ class _Composite(Kernel):
     def bounds(self):
         return np.vstack([self.k1.bounds, self.k2.bounds])
 
-    def get_params(self):
+    def get_params(self, deep=True):
         params = {"k1__" + k: v for k, v in self.k1.get_params().items()}
         params.update({"k2__" + k: v for k, v in self.k2.get_params().items()})
         return params

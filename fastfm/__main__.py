@@ -1,0 +1,140 @@
+"""Command line: ``python -m fastfm bench PROBLEM ...`` runs BO on a built-in problem.
+
+    python -m fastfm bench func3c --kernel modlap,moddif,random --budget 200 --seeds 5 --plot out.png
+    python -m fastfm info            # version, backends, OpenMP, threads
+"""
+import argparse
+import json
+import math
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+
+def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwargs):
+    from . import minimize
+    from .benchmarks import get_problem
+
+    problem = get_problem(problem_name, **problem_kwargs)
+    start = time.perf_counter()
+    result = minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
+                      progress=progress)
+    suggest = result.suggest_times[n_init:]
+    return {
+        "problem": problem.name, "kernel": kernel, "seed": seed, "best": float(result.fun),
+        "best_x": result.x, "curve": result.best_so_far.tolist(),
+        "mean_suggest_time": float(np.nanmean(suggest)) if len(suggest) else float("nan"),
+        "wall_time": time.perf_counter() - start, "n_failed": result.n_failed,
+    }
+
+
+def _single_threaded_worker():
+    from . import set_config
+    set_config(num_threads=1)
+
+
+def _mean_se(values):
+    values = np.asarray(values, dtype=float)
+    se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return values.mean(), se
+
+
+def _table(runs, optimum):
+    kernels = list(dict.fromkeys(r["kernel"] for r in runs))
+    lines = [f"{'kernel':10s} {'best at budget (mean ± s.e.)':>30s} {'s/suggestion':>13s} {'runs':>5s}"]
+    for kernel in kernels:
+        mine = [r for r in runs if r["kernel"] == kernel]
+        mean, se = _mean_se([r["best"] for r in mine])
+        t = np.nanmean([r["mean_suggest_time"] for r in mine])
+        lines.append(f"{kernel:10s} {mean:>+18.4f} ± {se:<9.4f} {t:>13.3f} {len(mine):>5d}")
+    if optimum is not None:
+        lines.append(f"(known optimum: {optimum:+.6f})")
+    return "\n".join(lines)
+
+
+def _plot(runs, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for kernel in dict.fromkeys(r["kernel"] for r in runs):
+        curves = np.array([r["curve"] for r in runs if r["kernel"] == kernel])
+        mean = curves.mean(0)
+        se = curves.std(0, ddof=1) / math.sqrt(len(curves)) if len(curves) > 1 else np.zeros_like(mean)
+        steps = np.arange(1, len(mean) + 1)
+        ax.plot(steps, mean, label=kernel)
+        ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("best value (mean ± s.e.)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def bench(args):
+    from .benchmarks import get_problem
+
+    kernels = [k.strip() for k in args.kernel.split(",") if k.strip()]
+    problem = get_problem(args.problem)  # fail early on a bad name or a missing extra
+    jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
+            for seed in range(args.seed0, args.seed0 + args.seeds)]
+    print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
+          f"({args.n_init} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
+    runs = []
+    if args.jobs > 1:
+        # one OpenMP thread per process, so processes do not fight over the cores
+        with ProcessPoolExecutor(args.jobs, initializer=_single_threaded_worker) as pool:
+            futures = [pool.submit(_run_one, *job, False, {}) for job in jobs]
+            for job, future in zip(jobs, futures):
+                run = future.result()
+                runs.append(run)
+                print(f"  {run['kernel']:8s} seed {run['seed']}: best {run['best']:+.6f} "
+                      f"({run['mean_suggest_time']:.3f} s/suggestion, {run['wall_time']:.0f} s)", flush=True)
+    else:
+        for job in jobs:
+            run = _run_one(*job, not args.quiet, {})
+            runs.append(run)
+            print(f"  {run['kernel']:8s} seed {run['seed']}: best {run['best']:+.6f} at {run['best_x']}", flush=True)
+    print()
+    print(_table(runs, problem.optimum))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"problem": problem.name, "budget": args.budget, "n_init": args.n_init, "runs": runs}, fh,
+                      indent=1, default=str)
+        print(f"wrote {args.json}")
+    if args.plot:
+        _plot(runs, args.plot, f"{problem.name}, {args.seeds} seeds")
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m fastfm", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("bench", help="run BO on a built-in benchmark problem")
+    b.add_argument("problem", help="func2c, func3c, ackley5c, svm or xgboost")
+    b.add_argument("--kernel", default="modlap", help="comma-separated kernels (modlap, prodlap, moddif, ..., random)")
+    b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
+    b.add_argument("--n-init", type=int, default=10)
+    b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")
+    b.add_argument("--seed0", type=int, default=0, help="first seed")
+    b.add_argument("--jobs", type=int, default=1, help="parallel processes (each single-threaded)")
+    b.add_argument("--plot", help="save convergence curves (mean ± s.e.) to this PNG (needs matplotlib)")
+    b.add_argument("--json", help="save every run to this JSON file")
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    sub.add_parser("info", help="print version, backends, OpenMP and threads")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        from . import show_config
+        show_config()
+        return 0
+    return bench(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

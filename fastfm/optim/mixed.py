@@ -1,0 +1,250 @@
+"""Acquisition optimisation on mixed spaces (SPEC §5; paper Supp. D.1).
+
+1. Score ``n_random`` uniform points and ``n_spray`` points around the
+   incumbent in batches; keep the best ``n_starts`` distinct ones.
+2. From every start, alternate one hill-climbing move on the discrete part
+   (to the best graph neighbour; all neighbours of a point are scored from the
+   factors they share, ``Kernel.neighbour_gram``) with one L-BFGS-B step on
+   the continuous part, until neither improves.  The starts advance in
+   lockstep: the continuous step runs L-BFGS-B on the sum of their
+   acquisition values, which is separable across starts (the BoTorch
+   ``gen_candidates_scipy`` approach), so one scipy call serves all of them.
+3. Return the best point that is not already evaluated or pending.
+
+Every acquisition here is MAXIMISED.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..exceptions import FastFMError
+
+__all__ = ["MixedAcquisitionOptimizer", "SearchSpaceExhaustedError", "AcquisitionResult"]
+
+# --- tuning constants (SPEC §5 / paper Supp. D.1 unless noted) -------------------------
+N_RANDOM = 100_000        # uniformly random points scored to pick starts
+N_SPRAY = 50              # points around the incumbent, to encourage exploitation
+N_STARTS = 40             # best scored points used as starts of the local search
+SCORING_BATCH = 4_096     # rows of the cross-covariance scored at once (memory ~ batch × n_obs)
+SPRAY_CONTINUOUS_STD = 0.05   # std of the Gaussian move of spray points in the unit cube (our choice)
+LBFGS_ITERATIONS_PER_ROUND = 1    # "one L-BFGS-B step" per alternation (paper: maxiter=1)
+MAX_ROUNDS = 100          # safety cap on alternations; convergence usually comes far earlier (our choice)
+IMPROVEMENT_TOL = 1e-9    # an acquisition gain below this (absolute) is "no improvement"
+DUPLICATE_TOL = 1e-9      # continuous coordinates closer than this count as the same point
+
+
+class SearchSpaceExhaustedError(FastFMError, RuntimeError):
+    """Every point of a finite (purely discrete) space has been evaluated or is pending."""
+
+
+@dataclass(frozen=True)
+class AcquisitionResult:
+    """The chosen point and diagnostics."""
+
+    x: np.ndarray               # (n_dims,) encoded
+    value: float                # acquisition value at x
+    n_rounds: int               # alternations run
+    start_values: np.ndarray    # acquisition of the starts, before local search
+
+
+class MixedAcquisitionOptimizer:
+    """Maximise an acquisition function of a fitted GP over a ``Space``.
+
+    Parameters
+    ----------
+    space : Space
+    n_random, n_spray, n_starts : int
+        See the module constants.
+    lbfgs_iterations_per_round : int
+        L-BFGS-B iterations per continuous step.
+    max_rounds : int
+        Cap on discrete/continuous alternations.
+    """
+
+    def __init__(self, space, n_random=N_RANDOM, n_spray=N_SPRAY, n_starts=N_STARTS,
+                 lbfgs_iterations_per_round=LBFGS_ITERATIONS_PER_ROUND, max_rounds=MAX_ROUNDS,
+                 scoring_batch=SCORING_BATCH):
+        self.space = space
+        self.n_random = int(n_random)
+        self.n_spray = int(n_spray)
+        self.n_starts = int(n_starts)
+        self.lbfgs_iterations_per_round = int(lbfgs_iterations_per_round)
+        self.max_rounds = int(max_rounds)
+        self.scoring_batch = int(scoring_batch)
+        for name in ("n_random", "n_starts", "max_rounds", "scoring_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {name}={getattr(self, name)!r}")
+
+    # ------------------------------------------------------------------ public
+    def optimize(self, gp, acquisition, incumbent, exclude, rng):
+        """Return an :class:`AcquisitionResult`.
+
+        Parameters
+        ----------
+        gp : fitted GaussianProcessRegressor
+        acquisition : callable (mu, sigma) -> (value, d/dmu, d/dsigma), arrays of shape (M,)
+            On the GP's standardised scale; maximised.
+        incumbent : (n_dims,) encoded best observed point (centre of the spray points)
+        exclude : (n_excluded, n_dims) encoded points that must not be returned
+        rng : numpy Generator
+        """
+        space = self.space
+        exclude = np.asarray(exclude, dtype=float).reshape(-1, space.n_dims)
+        candidates = np.vstack([space.sample_encoded(self.n_random, seed=rng),
+                                self._spray(incumbent, rng)])
+        values = self._score(gp, acquisition, candidates)
+        order = np.argsort(-values, kind="stable")
+        starts = self._distinct_rows(candidates, order, self.n_starts)
+        X = candidates[starts].copy()
+        start_values = values[starts].copy()
+        X, acq, n_rounds = self._local_search(gp, acquisition, X, start_values.copy())
+        # best first: local optima, then the scored candidates as a fallback
+        pool = np.vstack([X, candidates[order[: 4 * self.n_starts]]])
+        pool_values = np.concatenate([acq, values[order[: 4 * self.n_starts]]])
+        for i in np.argsort(-pool_values, kind="stable"):
+            if not self._is_duplicate(pool[i], exclude):
+                return AcquisitionResult(pool[i].copy(), float(pool_values[i]), n_rounds, start_values)
+        return self._fallback(gp, acquisition, exclude, rng, n_rounds, start_values)
+
+    # --------------------------------------------------------------- internals
+    def _spray(self, incumbent, rng):
+        """Points near the incumbent: a Gaussian move of the continuous part, and for
+        half of them one discrete variable moved to a random graph neighbour."""
+        space = self.space
+        if self.n_spray == 0 or incumbent is None:
+            return np.zeros((0, space.n_dims))
+        S = np.repeat(np.asarray(incumbent, dtype=float)[None, :], self.n_spray, axis=0)
+        cont = space.continuous_dims
+        if len(cont):
+            S[:, cont] = np.clip(S[:, cont] + rng.normal(0.0, SPRAY_CONTINUOUS_STD, (self.n_spray, len(cont))), 0.0, 1.0)
+        if space.n_discrete:
+            for row in range(0, self.n_spray, 2):
+                p = rng.integers(space.n_discrete)
+                col = space.n_continuous + p
+                adjacent = space.neighbours[p][int(S[row, col])]
+                if len(adjacent):
+                    S[row, col] = rng.choice(adjacent)
+        return S
+
+    def _score(self, gp, acquisition, X):
+        """Acquisition of many points, in batches (the cross-covariance runs in the backend)."""
+        out = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], self.scoring_batch):
+            block = X[start:start + self.scoring_batch]
+            mu, sigma = gp.predict_standardized(block)
+            out[start:start + len(block)] = acquisition(mu, sigma)[0]
+        return out
+
+    def _distinct_rows(self, X, order, k):
+        chosen = []
+        for i in order:
+            if not chosen or not self._is_duplicate(X[i], X[chosen]):
+                chosen.append(i)
+                if len(chosen) == k:
+                    break
+        return np.array(chosen, dtype=np.int64)
+
+    def _is_duplicate(self, x, others):
+        if len(others) == 0:
+            return False
+        nc = self.space.n_continuous
+        same_discrete = np.all(others[:, nc:] == x[nc:], axis=1)
+        if nc == 0:
+            return bool(same_discrete.any())
+        close = np.all(np.abs(others[:, :nc] - x[:nc]) <= DUPLICATE_TOL, axis=1)
+        return bool(np.any(same_discrete & close))
+
+    def _local_search(self, gp, acquisition, X, acq):
+        space = self.space
+        active = np.ones(len(X), dtype=bool)
+        rounds = 0
+        for rounds in range(1, self.max_rounds + 1):
+            improved = np.zeros(len(X), dtype=bool)
+            if space.n_discrete:
+                for i in np.flatnonzero(active):
+                    moved, value = self._hill_climb_step(gp, acquisition, X[i], acq[i])
+                    if value > acq[i] + IMPROVEMENT_TOL:
+                        X[i], acq[i] = moved, value
+                        improved[i] = True
+            if space.n_continuous:
+                idx = np.flatnonzero(active)
+                new_C, new_acq = self._continuous_step(gp, acquisition, X[idx], acq[idx])
+                gain = new_acq > acq[idx] + IMPROVEMENT_TOL
+                X[idx[gain], : space.n_continuous] = new_C[gain]
+                acq[idx[gain]] = new_acq[gain]
+                improved[idx[gain]] = True
+            active &= improved
+            if not active.any():
+                break
+        return X, acq, rounds
+
+    def _hill_climb_step(self, gp, acquisition, x, current):
+        """Move to the best graph neighbour if it beats ``current``."""
+        space = self.space
+        var_index, new_state = [], []
+        for p, adjacency in enumerate(space.neighbours):
+            adjacent = adjacency[int(x[space.n_continuous + p])]
+            var_index.append(np.full(len(adjacent), p, dtype=np.int64))
+            new_state.append(adjacent)
+        var_index = np.concatenate(var_index)
+        new_state = np.concatenate(new_state).astype(np.int64)
+        if len(var_index) == 0:
+            return x, current
+        K_cross = gp.kernel_.neighbour_gram(x, gp.X_train_, var_index, new_state)
+        neighbours = np.repeat(x[None, :], len(var_index), axis=0)
+        neighbours[np.arange(len(var_index)), space.n_continuous + var_index] = new_state
+        mu, sigma = gp.predict_standardized_from_cross(K_cross, gp.kernel_.diag(neighbours))
+        values = acquisition(mu, sigma)[0]
+        best = int(np.argmax(values))
+        if values[best] > current:
+            return neighbours[best], float(values[best])
+        return x, current
+
+    def _continuous_step(self, gp, acquisition, X, acq):
+        """One L-BFGS-B step on Σ_starts −acq(c_i | v_i), separable across starts."""
+        nc = self.space.n_continuous
+        fixed = X.copy()
+        m = len(X)
+
+        def negative_total(flat):
+            Z = fixed.copy()
+            Z[:, :nc] = flat.reshape(m, nc)
+            mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(Z)
+            value, dvalue_dmu, dvalue_dsigma = acquisition(mu, sigma)
+            grad = dvalue_dmu[:, None] * dmu + dvalue_dsigma[:, None] * dsigma
+            return -float(np.sum(value)), -grad.ravel()
+
+        x0 = X[:, :nc].ravel()
+        result = minimize(negative_total, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * x0.size,
+                          options={"maxiter": self.lbfgs_iterations_per_round})
+        C = np.clip(result.x.reshape(m, nc), 0.0, 1.0)
+        Z = fixed.copy()
+        Z[:, :nc] = C
+        mu, sigma = gp.predict_standardized(Z)
+        return C, acquisition(mu, sigma)[0]
+
+    def _fallback(self, gp, acquisition, exclude, rng, n_rounds, start_values):
+        """All optimised and scored points were duplicates: for a finite space enumerate
+        what is left; otherwise draw fresh random points."""
+        space = self.space
+        if space.n_continuous == 0:
+            total = int(np.prod(space.n_states.astype(float)))
+            if total <= 1_000_000:
+                grids = np.meshgrid(*[np.arange(n) for n in space.n_states], indexing="ij")
+                all_points = np.stack([g.ravel() for g in grids], axis=1).astype(float)
+                seen = {tuple(row) for row in exclude}
+                left = np.array([row for row in all_points if tuple(row) not in seen]).reshape(-1, space.n_dims)
+                if len(left) == 0:
+                    raise SearchSpaceExhaustedError(
+                        f"all {total} points of this purely discrete space have been evaluated or are pending")
+                values = self._score(gp, acquisition, left)
+                best = int(np.argmax(values))
+                return AcquisitionResult(left[best], float(values[best]), n_rounds, start_values)
+        for _ in range(100):
+            X = space.sample_encoded(self.n_starts, seed=rng)
+            values = self._score(gp, acquisition, X)
+            for i in np.argsort(-values):
+                if not self._is_duplicate(X[i], exclude):
+                    return AcquisitionResult(X[i], float(values[i]), n_rounds, start_values)
+        raise SearchSpaceExhaustedError("could not find a point that is not already evaluated or pending")

@@ -1,0 +1,104 @@
+import itertools
+
+import numpy as np
+import pytest
+
+import fastfm as ff
+from fastfm.acquisition import log_expected_improvement_and_grad
+from fastfm.optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
+
+
+def _fitted_gp(space, f, n, seed):
+    X = space.sample_encoded(n, seed=seed)
+    y = np.array([f(x) for x in X])
+    gp = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=2, random_state=seed)
+    return gp.fit(X, y), X, y
+
+
+def _acq(gp):
+    return lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, gp.best_y_standardized_)
+
+
+def _enumerate(space):
+    grid = itertools.product(*[range(n) for n in space.n_states])
+    return np.array(list(grid), dtype=float)
+
+
+@pytest.fixture
+def discrete_space():
+    return ff.Space([ff.Categorical("a", list(range(4))), ff.Integer("b", 0, 4), ff.Ordinal("c", ["x", "y", "z"])])
+
+
+def discrete_objective(x):
+    return (x[0] - 2) ** 2 * 0.3 + (x[1] - 3) ** 2 * 0.5 + (x[2] == 1) * 0.7 + 0.1 * x[0] * x[2]
+
+
+def test_finds_the_enumerated_maximiser_of_a_small_discrete_space(discrete_space):
+    gp, X, _ = _fitted_gp(discrete_space, discrete_objective, 12, seed=1)
+    acquisition = _acq(gp)
+    grid = _enumerate(discrete_space)
+    values = acquisition(*gp.predict_standardized(grid))[0]
+    observed = {tuple(x) for x in X}
+    allowed = np.array([tuple(g) not in observed for g in grid])
+    best = grid[allowed][np.argmax(values[allowed])]
+    # few random starts: hill climbing on the graphs has to do the work
+    optimizer = MixedAcquisitionOptimizer(discrete_space, n_random=6, n_spray=0, n_starts=6)
+    result = optimizer.optimize(gp, acquisition, X[0], X, np.random.default_rng(0))
+    np.testing.assert_array_equal(result.x, best)
+    assert result.value == pytest.approx(values[allowed].max(), rel=1e-9)
+
+
+def test_never_returns_an_excluded_point(discrete_space):
+    gp, X, _ = _fitted_gp(discrete_space, discrete_objective, 12, seed=2)
+    acquisition = _acq(gp)
+    grid = _enumerate(discrete_space)
+    values = acquisition(*gp.predict_standardized(grid))[0]
+    ranked = grid[np.argsort(-values)]
+    exclude = np.vstack([X, ranked[:3]])         # forbid the three best points too
+    optimizer = MixedAcquisitionOptimizer(discrete_space, n_random=200, n_starts=10)
+    result = optimizer.optimize(gp, acquisition, X[0], exclude, np.random.default_rng(0))
+    assert not any(np.array_equal(result.x, e) for e in exclude)
+    observed = {tuple(e) for e in exclude}
+    allowed = np.array([tuple(g) not in observed for g in grid])
+    assert result.value == pytest.approx(values[allowed].max(), rel=1e-9)
+
+
+def test_exhausted_discrete_space_raises_a_typed_error():
+    space = ff.Space([ff.Categorical("a", [0, 1]), ff.Categorical("b", [0, 1, 2])])
+    grid = _enumerate(space)
+    gp = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=1, random_state=0).fit(grid, grid.sum(1))
+    optimizer = MixedAcquisitionOptimizer(space, n_random=10, n_starts=3)
+    with pytest.raises(SearchSpaceExhaustedError, match="all 6 points"):
+        optimizer.optimize(gp, _acq(gp), grid[0], grid, np.random.default_rng(0))
+
+
+def test_mixed_space_reaches_the_best_of_a_dense_grid():
+    space = ff.Space([ff.Real("u", -1.0, 1.0), ff.Categorical("h", [0, 1, 2])])
+
+    def f(x):
+        return np.sin(6 * x[0]) * (1 + x[1]) + 0.3 * x[1]
+
+    gp, X, _ = _fitted_gp(space, f, 10, seed=3)
+    acquisition = _acq(gp)
+    u = np.linspace(0, 1, 2001)
+    grid = np.array([(ui, h) for h in range(3) for ui in u])
+    grid_best = acquisition(*gp.predict_standardized(grid))[0].max()
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=10)
+    result = optimizer.optimize(gp, acquisition, X[0], X, np.random.default_rng(1))
+    assert result.value >= grid_best - 1e-6 * max(1.0, abs(grid_best))
+    assert 0.0 <= result.x[0] <= 1.0 and result.x[1] in (0.0, 1.0, 2.0)
+
+
+def test_local_search_improves_on_its_starts():
+    space = ff.Space([ff.Real("u", 0, 1), ff.Real("w", 0, 1), ff.Categorical("h", list(range(5)))])
+    gp, X, _ = _fitted_gp(space, lambda x: (x[0] - 0.3) ** 2 + (x[1] - 0.6) ** 2 + 0.2 * (x[2] != 3), 15, seed=4)
+    optimizer = MixedAcquisitionOptimizer(space, n_random=20, n_spray=0, n_starts=5)
+    result = optimizer.optimize(gp, _acq(gp), X[0], X, np.random.default_rng(2))
+    assert result.value >= result.start_values.max()
+    assert result.n_rounds >= 1
+
+
+def test_bad_settings_are_rejected():
+    space = ff.Space([ff.Real("u", 0, 1)])
+    with pytest.raises(ValueError, match="n_starts"):
+        MixedAcquisitionOptimizer(space, n_starts=0)
