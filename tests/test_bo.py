@@ -1,0 +1,126 @@
+import math
+
+import numpy as np
+import pytest
+
+import fastfm as ff
+from fastfm.benchmarks import Func2C
+
+FAST = {"n_random": 2000, "n_starts": 10}   # a smaller acquisition search keeps the tests quick
+
+
+def test_short_bo_run_on_func2c_improves_on_its_initial_design():
+    problem = Func2C()
+    res = ff.minimize(problem, problem.space, n_iter=30, n_init=10, seed=0, progress=False, acq_options=FAST)
+    values = np.array([v for _, v, _ in res.history])
+    assert len(values) == 30 and res.n_failed == 0
+    assert values[10:].min() < values[:10].min()
+    assert res.fun == values.min()
+    assert res.x == res.history[int(np.argmin(values))][0]
+
+
+def test_same_seed_gives_the_same_run():
+    problem = Func2C()
+    runs = [ff.minimize(problem, problem.space, n_iter=13, n_init=5, seed=7, progress=False, acq_options=FAST)
+            for _ in range(2)]
+    assert [c for c, _, _ in runs[0].history] == [c for c, _, _ in runs[1].history]
+
+
+def test_failed_evaluations_are_recorded_and_the_run_goes_on():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Categorical("c", ["a", "b"])])
+    calls = []
+
+    def fun(config):
+        calls.append(config)
+        if len(calls) % 3 == 0:
+            raise RuntimeError("simulator crashed")
+        if len(calls) % 4 == 0:
+            return float("nan")
+        return (config["x"] - 0.3) ** 2 + (config["c"] == "b")
+
+    with pytest.warns(RuntimeWarning, match="simulator crashed"):
+        res = ff.minimize(fun, space, n_iter=14, n_init=4, seed=1, progress=False, acq_options=FAST)
+    assert res.n_evals == 14
+    failed = [t for t in res.trials if t.failed]
+    assert len(failed) == res.n_failed >= 4
+    assert any(t.error and "simulator crashed" in t.error for t in failed)
+    assert all(math.isnan(t.value) for t in failed)
+    assert math.isfinite(res.fun)
+
+
+def test_all_evaluations_failing_never_crashes():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Categorical("c", ["a", "b"])])
+    res = ff.minimize(lambda c: float("inf"), space, n_iter=6, n_init=3, seed=0, progress=False)
+    assert res.n_failed == 6 and res.x is None and math.isnan(res.fun)
+
+
+def test_tell_rejects_bad_configs_and_changes_nothing():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Integer("k", 1, 3)])
+    opt = ff.Optimizer(space, n_init=2, seed=0)
+    x = opt.ask()
+    opt.tell(x, 1.0)
+    for bad, error in [({"x": 2.0, "k": 1}, ff.OutOfBoundsError), ({"x": 0.5}, ff.MissingParameterError),
+                       ({"x": 0.5, "k": 1, "z": 0}, ff.UnknownParameterError),
+                       ({"x": 0.5, "k": 1.5}, ff.InvalidValueError)]:
+        with pytest.raises(error):
+            opt.tell(bad, 0.0)
+    with pytest.raises(ff.InvalidValueError, match="y must be a real number"):
+        opt.tell({"x": 0.5, "k": 1}, "0.3")
+    assert opt.n_told == 1
+
+
+def test_ask_twice_gives_distinct_points_and_tell_accepts_them_in_any_order():
+    space = ff.Space([ff.Categorical("a", [0, 1, 2]), ff.Categorical("b", [0, 1])])
+    opt = ff.Optimizer(space, n_init=2, seed=0, acq_options=FAST)
+    asked = [opt.ask() for _ in range(6)]          # the whole space: 6 points, all distinct
+    assert len({tuple(sorted(c.items())) for c in asked}) == 6
+    for config in reversed(asked):
+        opt.tell(config, config["a"] + config["b"])
+    with pytest.raises(ff.optim.SearchSpaceExhaustedError):
+        opt.ask()
+
+
+def test_constant_objective_and_model_suggestions_work():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Categorical("c", ["a", "b", "c"])])
+    opt = ff.Optimizer(space, n_init=3, seed=0, acq_options=FAST)
+    for _ in range(6):
+        opt.tell(opt.ask(), 2.5)
+    assert opt.last_suggestion_info["source"] == "model"
+    assert opt.best()[1] == 2.5
+
+
+def test_random_search_kernel_and_continuous_only_space():
+    space = ff.Space([ff.Real("x", -1, 1), ff.Real("y", -1, 1)])
+    res = ff.minimize(lambda c: c["x"] ** 2 + c["y"] ** 2, space, n_iter=8, n_init=4, kernel="random", seed=0,
+                      progress=False)
+    assert res.n_evals == 8
+    with pytest.warns(RuntimeWarning, match="Matern52"):
+        res = ff.minimize(lambda c: c["x"] ** 2 + c["y"] ** 2, space, n_iter=8, n_init=4, seed=0, progress=False,
+                          acq_options=FAST)
+    assert res.fun < 0.5
+
+
+def test_default_prior_covers_every_free_hyperparameter():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Real("y", 0, 1), ff.Categorical("c", "abc"), ff.Integer("k", 0, 3)])
+    for kernel in (ff.kernels.ModLap(space), ff.kernels.ProdLap(space), ff.kernels.ModNN(space)):
+        prior = ff.bo.default_hyperparameter_prior(kernel)
+        theta = np.append(kernel.theta, np.log(1e-3))
+        value, grad = prior(theta)
+        assert grad.shape == theta.shape and np.isfinite(value)
+        # the prior pulls towards its mean: the gradient points back from a displaced theta
+        _, grad_far = prior(theta + 3.0)
+        assert np.all(grad_far < 0)
+
+
+def test_bad_arguments():
+    space = ff.Space([ff.Real("x", 0, 1)])
+    with pytest.raises(ValueError, match="n_init"):
+        ff.Optimizer(space, n_init=0)
+    with pytest.raises(ValueError, match="acquisition"):
+        ff.Optimizer(space, acquisition="pi")
+    with pytest.raises(ValueError, match="log_transform_y"):
+        ff.Optimizer(space, log_transform_y="sqrt")
+    with pytest.raises(ValueError, match="hyperparameter_prior"):
+        ff.Optimizer(space, hyperparameter_prior="strong")
+    with pytest.raises(ValueError, match="n_iter"):
+        ff.minimize(lambda c: 0.0, space, n_iter=0)
