@@ -78,6 +78,33 @@ def _serial_blas(n):
     return threadpool_limits(limits=1, user_api="blas")
 
 
+# Restarts run in parallel threads (the kernel backends release the GIL) when there are
+# several cores and the Gram is big enough for a start to outweigh the thread overhead.
+_PARALLEL_RESTART_MIN_N = 64
+
+
+@contextlib.contextmanager
+def _restart_pool(n_starts, n):
+    """Yield ``run_all(function, items) -> list`` running the L-BFGS-B starts.
+
+    With ≥ 2 cores, N ≥ ``_PARALLEL_RESTART_MIN_N`` and several starts, starts run
+    two or more at a time in threads, each kernel call single-threaded (so the
+    cores are not oversubscribed); results come back in start order.
+    """
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._config import config_context, get_config
+
+    cores = get_config()["num_threads"] or os.cpu_count() or 1
+    workers = min(cores, n_starts)
+    if workers < 2 or n < _PARALLEL_RESTART_MIN_N:
+        yield lambda function, items: [function(item) for item in items]
+        return
+    with config_context(num_threads=1), ThreadPoolExecutor(workers) as pool:
+        yield lambda function, items: list(pool.map(function, items))
+
+
 class JitterWarning(RuntimeWarning):
     """The kernel matrix needed diagonal jitter to be factorised."""
 
@@ -111,6 +138,13 @@ class GaussianLogPrior:
             raise ValueError(f"GaussianLogPrior std must be positive, got std={self.std!r}")
         r = (theta - mean) / std
         return -0.5 * float(r @ r), -r / std
+
+    def sample(self, rng, n, bounds):
+        """``n`` draws from the prior, clipped to ``bounds`` (shape (n_theta + 1, 2)): restart points."""
+        bounds = np.asarray(bounds, dtype=float)
+        mean = np.broadcast_to(np.asarray(self.mean, dtype=float), (len(bounds),))
+        std = np.broadcast_to(np.asarray(self.std, dtype=float), (len(bounds),))
+        return np.clip(mean + std * rng.standard_normal((n, len(bounds))), bounds[:, 0], bounds[:, 1])
 
     def __repr__(self):
         return f"GaussianLogPrior(mean={self.mean!r}, std={self.std!r})"
@@ -503,24 +537,33 @@ class GaussianProcessRegressor:
                 starts.append(np.clip(previous, bounds[:, 0], bounds[:, 1]))  # warm start of a refit
             rng = np.random.default_rng(self.random_state)
             if self.n_restarts:
-                starts.extend(rng.uniform(bounds[:, 0], bounds[:, 1], size=(self.n_restarts, len(bounds))))
-            work = kernel.clone_with_theta(kernel.theta)
-            objective = self._objective(work, X, y_train, n_kernel)
+                # restarts come from the prior when it can be sampled (where MAP-II optima lie),
+                # else uniformly within the log bounds
+                if hasattr(self.theta_prior, "sample"):
+                    starts.extend(self.theta_prior.sample(rng, self.n_restarts, bounds))
+                else:
+                    starts.extend(rng.uniform(bounds[:, 0], bounds[:, 1], size=(self.n_restarts, len(bounds))))
+
+            def run_start(start):
+                # each start owns a kernel clone: the objective sets its theta
+                objective = self._objective(kernel.clone_with_theta(kernel.theta), X, y_train, n_kernel)
+                try:
+                    result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds,
+                                      options=_LBFGSB_OPTIONS)
+                except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
+                    return None
+                if not (np.isfinite(result.fun) and result.fun < _FAILED_OBJECTIVE and np.all(np.isfinite(result.x))):
+                    return None
+                return result
+
             best_theta, best_value = None, np.inf
-            with _serial_blas(X.shape[0]):
-                for start in starts:
-                    try:
-                        result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds,
-                                          options=_LBFGSB_OPTIONS)
-                    except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
-                        n_failed += 1
-                        continue
-                    if not (np.isfinite(result.fun) and result.fun < _FAILED_OBJECTIVE
-                            and np.all(np.isfinite(result.x))):
-                        n_failed += 1
-                        continue
-                    if result.fun < best_value:
-                        best_theta, best_value = np.array(result.x, dtype=float), float(result.fun)
+            with _serial_blas(X.shape[0]), _restart_pool(len(starts), X.shape[0]) as run_all:
+                results = run_all(run_start, starts)
+            for result in results:          # in start order: the choice is deterministic
+                if result is None:
+                    n_failed += 1
+                elif result.fun < best_value:
+                    best_theta, best_value = np.array(result.x, dtype=float), float(result.fun)
             if best_theta is None:
                 raise FitError(
                     f"all {len(starts)} L-BFGS-B starts failed to evaluate the log marginal likelihood "
