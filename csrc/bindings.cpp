@@ -450,7 +450,7 @@ std::string compiler_name() {
 PYBIND11_MODULE(_cpp, m) {
     m.doc() = "fastfm's compiled backend (C++17, OpenMP): FM kernel Grams and fused gradient reductions";
 
-    py::class_<Tables>(m, "SpectralTables", R"doc(
+    py::class_<Tables>(m, "SpectralTables", py::module_local(), R"doc(
         The β-independent tables of a PackedSpectra (projectors, tridiagonal
         Laplacians), prepared once and reused by every call.
 

@@ -28,11 +28,26 @@ namespace fastfm {
 // Columns are processed in chunks of this many points: every per-chunk work
 // array (distances, factors, continuants) then stays in L1/L2, and the inner
 // loops are long enough to vectorise well.
-constexpr std::size_t kColumnChunk = 128;
+#ifndef FASTFM_COLUMN_CHUNK
+#define FASTFM_COLUMN_CHUNK 128
+#endif
+constexpr std::size_t kColumnChunk = FASTFM_COLUMN_CHUNK;
 
 // Rows per parallel task.  In the symmetric case a tile of rows is also the
 // unit whose mirrored (lower-triangle) writes K[j, a0:a1] are contiguous.
-constexpr std::size_t kTileRows = 16;
+#ifndef FASTFM_TILE_ROWS
+#define FASTFM_TILE_ROWS 16
+#endif
+constexpr std::size_t kTileRows = FASTFM_TILE_ROWS;
+
+// Rows per task of the symmetric gradient reduction.  Each task reads the
+// block W[j, a0:a1] for every later j; wider tiles make those segments longer
+// (whole cache lines, friendlier to the prefetcher) at the cost of a bigger
+// per-thread Wᵀ buffer (kReductionTileRows × kColumnChunk doubles, in L2).
+#ifndef FASTFM_REDUCTION_TILE_ROWS
+#define FASTFM_REDUCTION_TILE_ROWS 64
+#endif
+constexpr std::size_t kReductionTileRows = FASTFM_REDUCTION_TILE_ROWS;
 
 inline bool openmp_enabled() {
 #ifdef _OPENMP

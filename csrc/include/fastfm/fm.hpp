@@ -255,13 +255,24 @@ struct VariablePlan {
     std::vector<T> diagonal_shift;
     std::vector<T> coupling_sq;
     std::vector<T> coupling_product;
+    // Scaled continuants (n ≤ kMaxUnrolledStates): π_k = Π_{i<k} βw_i.  Usable
+    // when every π_k lies in [kScaleRange⁻¹, kScaleRange] (see multiply_factor_tridiagonal).
+    bool scaled_continuants = false;
+    std::vector<T> inv_pi;        // 1/π_k, k < n
+    std::vector<T> leading_pi;    // a_1 π_k, k < n
 };
+
+// Largest graph for which the continuant recurrences are unrolled at compile time.
+constexpr int kMaxUnrolledStates = 12;
 
 template <typename T>
 struct FMPlan {
     std::vector<VariablePlan<T>> variables;
     Modulation<T> modulation;
     T variance = 1;
+    // σ² as the gradient paths use it: σ² a_1^P for a single-term modulation,
+    // whose factors they evaluate with a_1 = 1 (see factor_derivatives).
+    T derivative_variance = 1;
     bool single_term = false;  // Laplace family with one coefficient: f = a_1/u
     T leading = 1;             // a_1
     std::vector<T> df_coefficients;  // n·a_n, for ∂f/∂u = −Σ n a_n u^(−n−1)
@@ -280,6 +291,9 @@ struct FMPlan {
             df_coefficients.push_back(T(k + 1) * modulation.coefficients[k]);
         max_states = tables.max_states();
         const std::size_t P = tables.n_variables();
+        derivative_variance = variance;
+        if (single_term)
+            for (std::size_t p = 0; p < P; ++p) derivative_variance *= leading;
         variables.resize(P);
         for (std::size_t p = 0; p < P; ++p) {
             const VariableSpectrum<T>& spec = tables.variable(p);
@@ -301,6 +315,15 @@ struct FMPlan {
                     const T c = betas[p] * spec.laplacian_coupling[k];
                     var.coupling_sq.push_back(c * c);
                 }
+                T pi = T(1);
+                bool in_range = n <= kMaxUnrolledStates;
+                for (int k = 0; k < n; ++k) {
+                    in_range = in_range && pi >= T(1e-30) && pi <= T(1e30);
+                    var.inv_pi.push_back(T(1) / pi);
+                    var.leading_pi.push_back(leading * pi);
+                    if (k + 1 < n) pi *= betas[p] * spec.laplacian_coupling[k];
+                }
+                var.scaled_continuants = in_range;
                 var.coupling_product.assign(static_cast<std::size_t>(n) * n, T(0));
                 for (int v = 0; v < n; ++v) {
                     T product = leading;
@@ -324,14 +347,16 @@ struct Workspace {
     static constexpr std::size_t B = kColumnChunk;
     std::vector<T> sq, arg, scaled, prod, factor, x0, x1, horner, weights, omega, chain;
     std::vector<T> F, dF, dFb, others;  // n_variables × B
-    std::vector<T> theta, phi;          // (max_states + 1) × B continuants
-    std::vector<T> partial;             // reduction sums of the current tile
+    std::vector<T> theta, phi;          // continuants: (2 max_states + 1) × B and (max_states + 1) × B
+    std::vector<T> transposed_weights;  // kReductionTileRows × B block of Wᵀ (reduction)
+    std::vector<T> beta_scale;          // per variable, see factor_derivatives
+    std::vector<int32_t> gather_index;  // B
 
-    Workspace(std::size_t n_variables, int max_states, std::size_t n_components = 0)
+    Workspace(std::size_t n_variables, int max_states)
         : sq(B), arg(B), scaled(B), prod(B), factor(B), x0(B), x1(B), horner(B), weights(B), omega(B), chain(B),
           F(n_variables * B), dF(n_variables * B), dFb(n_variables * B), others(n_variables * B),
-          theta((static_cast<std::size_t>(max_states) + 1) * B), phi((static_cast<std::size_t>(max_states) + 1) * B),
-          partial(n_components) {}
+          theta((2 * static_cast<std::size_t>(max_states) + 1) * B), phi((static_cast<std::size_t>(max_states) + 1) * B),
+          transposed_weights(kReductionTileRows * B), beta_scale(n_variables), gather_index(B) {}
 };
 
 // ----------------------------------------------------------------------------
@@ -395,7 +420,8 @@ inline void group_weights(const VariableSpectrum<T>& spec, int v, int g, const i
         if (g == 0) {
             for (std::size_t j = 0; j < count; ++j) w[j] = inv_n;
         } else {
-            for (std::size_t j = 0; j < count; ++j) w[j] = (states[j] == v ? T(1) : T(0)) - inv_n;
+            const T w_same = T(1) - inv_n, w_other = -inv_n;
+            for (std::size_t j = 0; j < count; ++j) w[j] = states[j] == v ? w_same : w_other;
         }
         return;
     }
@@ -474,6 +500,154 @@ constexpr T continuant_limit() {
     return T(1e150);
 }
 
+// θ_k for k = 0..n of T = (1+s)I + βL, at theta[k*B + j]:
+//     θ_0 = 1,  θ_1 = a_0,  θ_{k+1} = a_k θ_k − (βw_{k−1})² θ_{k−1},   a_k = 1 + βL_kk + s.
+// For small n the recurrence is unrolled at compile time so that θ_{k−1}, θ_k
+// stay in registers (one store per θ_k instead of three loads and a store).
+template <typename T, int N>
+inline void leading_continuants_unrolled(const T* FASTFM_RESTRICT dshift, const T* FASTFM_RESTRICT csq,
+                                         const T* FASTFM_RESTRICT s, std::size_t count, T* FASTFM_RESTRICT theta) {
+    constexpr std::size_t B = Workspace<T>::B;
+    for (std::size_t j = 0; j < count; ++j) {
+        T prev = T(1), cur = dshift[0] + s[j];
+        theta[j] = prev;
+        theta[B + j] = cur;
+#pragma GCC unroll 16
+        for (int k = 1; k < N; ++k) {
+            const T next = (dshift[k] + s[j]) * cur - csq[k - 1] * prev;
+            theta[(k + 1) * B + j] = next;
+            prev = cur;
+            cur = next;
+        }
+    }
+}
+
+template <typename T>
+inline void leading_continuants(int n, const T* FASTFM_RESTRICT dshift, const T* FASTFM_RESTRICT csq,
+                                const T* FASTFM_RESTRICT s, std::size_t count, T* FASTFM_RESTRICT theta) {
+    switch (n) {  // ordinal variables rarely have more than a dozen states
+        case 2: return leading_continuants_unrolled<T, 2>(dshift, csq, s, count, theta);
+        case 3: return leading_continuants_unrolled<T, 3>(dshift, csq, s, count, theta);
+        case 4: return leading_continuants_unrolled<T, 4>(dshift, csq, s, count, theta);
+        case 5: return leading_continuants_unrolled<T, 5>(dshift, csq, s, count, theta);
+        case 6: return leading_continuants_unrolled<T, 6>(dshift, csq, s, count, theta);
+        case 7: return leading_continuants_unrolled<T, 7>(dshift, csq, s, count, theta);
+        case 8: return leading_continuants_unrolled<T, 8>(dshift, csq, s, count, theta);
+        case 9: return leading_continuants_unrolled<T, 9>(dshift, csq, s, count, theta);
+        case 10: return leading_continuants_unrolled<T, 10>(dshift, csq, s, count, theta);
+        case 11: return leading_continuants_unrolled<T, 11>(dshift, csq, s, count, theta);
+        case 12: return leading_continuants_unrolled<T, 12>(dshift, csq, s, count, theta);
+        default: break;
+    }
+    constexpr std::size_t B = Workspace<T>::B;
+    for (std::size_t j = 0; j < count; ++j) {
+        theta[j] = T(1);
+        theta[B + j] = dshift[0] + s[j];
+    }
+    for (int k = 1; k < n; ++k) {
+        T* FASTFM_RESTRICT next = theta + (k + 1) * B;
+        const T* FASTFM_RESTRICT cur = theta + k * B;
+        const T* FASTFM_RESTRICT prev = theta + (k - 1) * B;
+        const T d = dshift[k], c = csq[k - 1];
+        for (std::size_t j = 0; j < count; ++j) next[j] = (d + s[j]) * cur[j] - c * prev[j];
+    }
+}
+
+// The resolvent entry F = a_1 [T⁻¹]_{vw} with one gather per pair.  With
+// π_k = Π_{i<k} βw_i the coupling product is π_hi/π_lo, so
+//     F = A_lo · B_hi / θ_n,   A_k = θ_k/π_k,   B_k = a_1 π_k φ_{k+1}.
+// One of lo, hi is the row state v, whose A_v, B_v rows are read contiguously;
+// only the other (the column state) is gathered.  θ_k, φ_k are computed in
+// registers (recurrences unrolled for N states).  Requires θ_n ≤ 1e100 and
+// π_k within [1e-30, 1e30] so that A·B cannot overflow or underflow.
+// Returns false (prod untouched) when θ_n is out of that range.
+template <typename T, int N, bool Mirror>
+inline bool multiply_factor_scaled_continuants(const VariablePlan<T>& var, int v,
+                                               const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg,
+                                               std::size_t count, T* FASTFM_RESTRICT prod, Workspace<T>& ws) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const T alpha = var.alpha;
+    const T* FASTFM_RESTRICT dshift = var.diagonal_shift.data();
+    const T* FASTFM_RESTRICT csq = var.coupling_sq.data();
+    const T* FASTFM_RESTRICT inv_pi = var.inv_pi.data();
+    const T* FASTFM_RESTRICT leading_pi = var.leading_pi.data();
+    T* FASTFM_RESTRICT AB = ws.theta.data();  // rows 0..N−1: A_k; rows N..2N−1: B_k
+    T* FASTFM_RESTRICT det = ws.x0.data();
+    // ivdep: the rows of AB, det and the inputs never overlap; without it GCC
+    // versions the loop on a run-time alias check and runs the scalar copy.
+#pragma GCC ivdep
+    for (std::size_t j = 0; j < count; ++j) {
+        const T s = alpha * arg[j];
+        T theta[N + 1];
+        theta[0] = T(1);
+        theta[1] = dshift[0] + s;
+#pragma GCC unroll 16
+        for (int k = 1; k < N; ++k) theta[k + 1] = (dshift[k] + s) * theta[k] - csq[k - 1] * theta[k - 1];
+#pragma GCC unroll 16
+        for (int k = 0; k < N; ++k) AB[k * B + j] = theta[k] * inv_pi[k];
+        if (Mirror) {  // φ_{k+1} = θ_{N−1−k}
+#pragma GCC unroll 16
+            for (int k = 0; k < N; ++k) AB[(N + k) * B + j] = leading_pi[k] * theta[N - 1 - k];
+        } else {
+            T phi[N + 1];
+            phi[N] = T(1);
+            phi[N - 1] = dshift[N - 1] + s;
+#pragma GCC unroll 16
+            for (int k = N - 2; k >= 0; --k) phi[k] = (dshift[k] + s) * phi[k + 1] - csq[k] * phi[k + 2];
+#pragma GCC unroll 16
+            for (int k = 0; k < N; ++k) AB[(N + k) * B + j] = leading_pi[k] * phi[k + 1];
+        }
+        det[j] = theta[N];
+    }
+    int overflow = 0;  // an integer OR reduction vectorises; a max over doubles would not (NaN rules)
+    for (std::size_t j = 0; j < count; ++j) overflow |= det[j] <= T(1e100) ? 0 : 1;
+    if (overflow) return false;
+    const T* FASTFM_RESTRICT A_row = AB + static_cast<std::size_t>(v) * B;
+    const T* FASTFM_RESTRICT B_row = AB + static_cast<std::size_t>(N + v) * B;
+    // w ≤ v: lo = w, hi = v → A_w B_v;  w > v: lo = v, hi = w → A_v B_w.
+    // The gather index goes through memory: computed in the same loop as the
+    // select below, GCC would turn the gather into two masked loads and give up.
+    int32_t* FASTFM_RESTRICT index = ws.gather_index.data();
+    const int32_t chunk = static_cast<int32_t>(B);
+    for (std::size_t j = 0; j < count; ++j) {
+        const int32_t w = states[j];
+        index[j] = (w <= v ? w : N + w) * chunk + static_cast<int32_t>(j);
+    }
+    const int32_t first_above = (v + 1) * chunk;  // index < first_above ⇔ w ≤ v
+    for (std::size_t j = 0; j < count; ++j) {
+        const T gathered = AB[index[j]];
+        const T a_v = A_row[j], b_v = B_row[j];
+        const T contiguous = index[j] < first_above ? b_v : a_v;
+        prod[j] *= gathered * contiguous / det[j];
+    }
+    return true;
+}
+
+template <typename T>
+inline bool multiply_factor_scaled_continuants(const VariablePlan<T>& var, int v, const int32_t* states,
+                                               const T* arg, std::size_t count, T* prod, Workspace<T>& ws) {
+    const bool mirror = var.spectrum->mirror_symmetric;
+#define FASTFM_SCALED_CASE(N)                                                                                     \
+    case N:                                                                                                       \
+        return mirror ? multiply_factor_scaled_continuants<T, N, true>(var, v, states, arg, count, prod, ws)     \
+                      : multiply_factor_scaled_continuants<T, N, false>(var, v, states, arg, count, prod, ws);
+    switch (var.spectrum->n_states) {
+        FASTFM_SCALED_CASE(2)
+        FASTFM_SCALED_CASE(3)
+        FASTFM_SCALED_CASE(4)
+        FASTFM_SCALED_CASE(5)
+        FASTFM_SCALED_CASE(6)
+        FASTFM_SCALED_CASE(7)
+        FASTFM_SCALED_CASE(8)
+        FASTFM_SCALED_CASE(9)
+        FASTFM_SCALED_CASE(10)
+        FASTFM_SCALED_CASE(11)
+        FASTFM_SCALED_CASE(12)
+        default: return false;
+    }
+#undef FASTFM_SCALED_CASE
+}
+
 // Resolvent entries of a tridiagonal Laplacian (Usmani 1994, "Inversion of a
 // tridiagonal Jacobi matrix"):  for T = (1+s)I + βL with off-diagonal −βw_k,
 //     [T⁻¹]_{vw} = Π_{k=v}^{w−1} βw_k · θ_v φ_{w+1} / θ_n      (v ≤ w)
@@ -492,24 +666,12 @@ inline bool multiply_factor_tridiagonal(const VariablePlan<T>& var, int v, const
     T* FASTFM_RESTRICT s = ws.scaled.data();
     const T* FASTFM_RESTRICT dshift = var.diagonal_shift.data();
     const T* FASTFM_RESTRICT csq = var.coupling_sq.data();
-    for (std::size_t j = 0; j < count; ++j) {
-        s[j] = alpha * arg[j];
-        theta[j] = T(1);
-        theta[B + j] = dshift[0] + s[j];
-    }
-    for (int k = 1; k < n; ++k) {
-        T* FASTFM_RESTRICT next = theta + (k + 1) * B;
-        const T* FASTFM_RESTRICT cur = theta + k * B;
-        const T* FASTFM_RESTRICT prev = theta + (k - 1) * B;
-        const T d = dshift[k], c = csq[k - 1];
-        for (std::size_t j = 0; j < count; ++j) next[j] = (d + s[j]) * cur[j] - c * prev[j];
-    }
+    for (std::size_t j = 0; j < count; ++j) s[j] = alpha * arg[j];
+    leading_continuants(n, dshift, csq, s, count, theta);
     const T* FASTFM_RESTRICT det = theta + n * B;
-    T largest = 0;
-    for (std::size_t j = 0; j < count; ++j) largest = largest > det[j] ? largest : det[j];
-    if (!(largest <= continuant_limit<T>())) return false;
-    T* FASTFM_RESTRICT inv_det = ws.x0.data();
-    for (std::size_t j = 0; j < count; ++j) inv_det[j] = T(1) / det[j];
+    int overflow = 0;  // an integer OR reduction vectorises; a max over doubles would not (NaN rules)
+    for (std::size_t j = 0; j < count; ++j) overflow |= det[j] <= continuant_limit<T>() ? 0 : 1;
+    if (overflow) return false;
     const T* FASTFM_RESTRICT product_row = var.coupling_product.data() + static_cast<std::size_t>(v) * n;
     if (var.spectrum->mirror_symmetric) {
         // φ_{k} = θ_{n−k}, so φ_{max+1} = θ_{n−1−max}
@@ -517,7 +679,7 @@ inline bool multiply_factor_tridiagonal(const VariablePlan<T>& var, int v, const
             const int w = states[j];
             const int lo = w < v ? w : v;
             const int hi = w < v ? v : w;
-            prod[j] *= product_row[w] * theta[lo * B + j] * theta[(n - 1 - hi) * B + j] * inv_det[j];
+            prod[j] *= product_row[w] * theta[lo * B + j] * theta[(n - 1 - hi) * B + j] / det[j];
         }
         return true;
     }
@@ -537,7 +699,7 @@ inline bool multiply_factor_tridiagonal(const VariablePlan<T>& var, int v, const
         const int w = states[j];
         const int lo = w < v ? w : v;
         const int hi = w < v ? v : w;
-        prod[j] *= product_row[w] * theta[lo * B + j] * phi[(hi + 1) * B + j] * inv_det[j];
+        prod[j] *= product_row[w] * theta[lo * B + j] * phi[(hi + 1) * B + j] / det[j];
     }
     return true;
 }
@@ -550,13 +712,14 @@ inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, i
     if (var.path == FactorPath::complete) {
         const T inv_n = T(1) / T(var.spectrum->n_states);
         const T c0 = var.shift[0], c1 = var.shift[1];
-        // F = f0/n + f1(δ − 1/n) = (f0 − f1)/n + δ f1
+        // F = f0·P_0 + f1·P_1 with P_0 = 1/n, P_1 = δ_vv' − 1/n (a select between constants, see above)
+        const T w_same = T(1) - inv_n, w_other = -inv_n;
         if (plan.modulation.kind == kDiffusion) {
             const T bm = var.beta_mu[1];
             for (std::size_t j = 0; j < count; ++j) {
                 const T f1 = std::exp(-(T(1) + alpha * arg[j]) * bm);
-                const T same = states[j] == v ? f1 : T(0);
-                prod[j] *= (T(1) - f1) * inv_n + same;
+                const T w1 = states[j] == v ? w_same : w_other;
+                prod[j] *= inv_n + w1 * f1;
             }
         } else if (plan.single_term) {
             const T a1 = plan.leading;
@@ -565,8 +728,8 @@ inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, i
                 const T u0 = c0 + s, u1 = c1 + s;
                 const T inv = a1 / (u0 * u1);  // both reciprocals from one division
                 const T f0 = u1 * inv, f1 = u0 * inv;
-                const T same = states[j] == v ? f1 : T(0);
-                prod[j] *= (f0 - f1) * inv_n + same;
+                const T w1 = states[j] == v ? w_same : w_other;
+                prod[j] *= f0 * inv_n + w1 * f1;
             }
         } else {
             T* FASTFM_RESTRICT x0 = ws.x0.data();
@@ -583,52 +746,89 @@ inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, i
             laplace_family_values(plan.modulation.coefficients, x0, count, f0);
             laplace_family_values(plan.modulation.coefficients, x1, count, f1);
             for (std::size_t j = 0; j < count; ++j) {
-                const T same = states[j] == v ? f1[j] : T(0);
-                prod[j] *= (f0[j] - f1[j]) * inv_n + same;
+                const T w1 = states[j] == v ? w_same : w_other;
+                prod[j] *= f0[j] * inv_n + w1 * f1[j];
             }
         }
         return;
     }
-    if (var.tridiagonal_gram && multiply_factor_tridiagonal(var, v, states, arg, count, prod, ws)) return;
+    if (var.tridiagonal_gram) {
+#ifndef FASTFM_AB_NO_SCALED
+        if (var.scaled_continuants && multiply_factor_scaled_continuants(var, v, states, arg, count, prod, ws)) return;
+#endif
+        if (multiply_factor_tridiagonal(var, v, states, arg, count, prod, ws)) return;
+    }
     multiply_factor_general(plan, var, v, states, arg, count, prod, ws);
 }
 
-// F_p, ∂F_p/∂s and β ∂F_p/∂β for row state v (the gradient paths).
+// The gradient paths: for row state v, F_p, dF_dR = α_p ∂F_p/∂s (= ∂F_p/∂R)
+// and dFb such that β_p ∂F_p/∂β_p = (returned scale) × dFb.  Keeping the
+// scale out of the per-pair arrays saves a multiplication per pair on
+// complete graphs, where β∂F/∂β = βμ_1 · P_1 ∂f(μ_1)/∂u.
+// For a single-term Laplace modulation the factor is evaluated with a_1 = 1:
+// the caller multiplies σ² by a_1^P instead (FMPlan::derivative_variance).
 template <typename T>
-inline void factor_derivatives(const FMPlan<T>& plan, const VariablePlan<T>& var, int v,
-                               const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg, std::size_t count,
-                               T* FASTFM_RESTRICT F, T* FASTFM_RESTRICT dF, T* FASTFM_RESTRICT dFb,
-                               Workspace<T>& ws) {
+inline T factor_derivatives(const FMPlan<T>& plan, const VariablePlan<T>& var, int v,
+                            const int32_t* FASTFM_RESTRICT states, const T* FASTFM_RESTRICT arg, std::size_t count,
+                            T* FASTFM_RESTRICT F, T* FASTFM_RESTRICT dF_dR, T* FASTFM_RESTRICT dFb,
+                            Workspace<T>& ws) {
     const VariableSpectrum<T>& spec = *var.spectrum;
     const T alpha = var.alpha;
     const bool diffusion = plan.modulation.kind == kDiffusion;
-    T* FASTFM_RESTRICT s = ws.scaled.data();
-    for (std::size_t j = 0; j < count; ++j) s[j] = alpha * arg[j];
 
-    if (var.path == FactorPath::complete && !diffusion && plan.single_term) {
+    if (var.path == FactorPath::complete && plan.single_term) {
+        // f = 1/u, ∂f/∂u = −1/u²;  F = x0/n + w1 x1,  ∂F/∂s = −(x0²/n + w1 x1²),
+        // β∂F/∂β = −βμ_1 w1 x1²  with w1 = P_1[v, v'] = δ_vv' − 1/n.
         const T inv_n = T(1) / T(spec.n_states);
-        const T c0 = var.shift[0], c1 = var.shift[1], bm1 = var.beta_mu[1], a1 = plan.leading;
+        const T c0 = var.shift[0], c1 = var.shift[1];
+        const T minus_alpha = -alpha, minus_alpha_inv_n = -alpha * inv_n;
+        // A select between two constants (rather than a multiplication by δ)
+        // lets GCC if-convert and vectorise the loop without -fno-trapping-math.
+        const T w_same = T(1) - inv_n, w_other = -inv_n;
         for (std::size_t j = 0; j < count; ++j) {
-            const T u0 = c0 + s[j], u1 = c1 + s[j];
-            const T inv = T(1) / (u0 * u1);
+            const T s = alpha * arg[j];
+            const T u0 = c0 + s, u1 = c1 + s;
+            const T inv = T(1) / (u0 * u1);  // both reciprocals from one division
             const T x0 = u1 * inv, x1 = u0 * inv;
-            const T f0 = a1 * x0, f1 = a1 * x1;
-            const T df0 = -f0 * x0, df1 = -f1 * x1;  // d(a/u)/du = −a/u²
-            const bool same = states[j] == v;
-            F[j] = (f0 - f1) * inv_n + (same ? f1 : T(0));
-            dF[j] = (df0 - df1) * inv_n + (same ? df1 : T(0));
-            dFb[j] = ((same ? T(1) : T(0)) - inv_n) * df1 * bm1;  // group 0 has μ = 0
+            const T w1 = states[j] == v ? w_same : w_other;
+            F[j] = x0 * inv_n + w1 * x1;
+            const T y = w1 * (x1 * x1);
+            dF_dR[j] = minus_alpha_inv_n * (x0 * x0) + minus_alpha * y;
+            dFb[j] = y;
         }
-        return;
+        return -var.beta_mu[1];
     }
 
-    // General form Σ_g w_g (f, ∂f/∂s, β∂f/∂β); complete graphs use exact weights 1/n, δ − 1/n.
+    T* FASTFM_RESTRICT s = ws.scaled.data();
+    for (std::size_t j = 0; j < count; ++j) {
+        s[j] = alpha * arg[j];
+        F[j] = dF_dR[j] = dFb[j] = T(0);
+    }
     const int G = spec.n_groups;
+    if (!diffusion && plan.single_term && spec.has_projectors()) {
+        // Σ_g P_g[v, ·] (x, −x², −βμ_g x²) with x = 1/(1 + βμ_g + s), one gather per group
+        const int n = spec.n_states;
+        for (int g = 0; g < G; ++g) {
+            const T* FASTFM_RESTRICT weight = spec.projectors.data() + (static_cast<std::size_t>(v) * G + g) * n;
+            const T shift = var.shift[g], minus_bm = -var.beta_mu[g];
+            for (std::size_t j = 0; j < count; ++j) {
+                const T x = T(1) / (shift + s[j]);
+                const T wx = weight[states[j]] * x;
+                const T wx2 = wx * x;
+                F[j] += wx;
+                dF_dR[j] -= wx2;
+                dFb[j] += minus_bm * wx2;
+            }
+        }
+        for (std::size_t j = 0; j < count; ++j) dF_dR[j] *= alpha;
+        return T(1);
+    }
+
+    // General form Σ_g w_g (f, ∂f/∂s, β∂f/∂β) for any storage and modulation.
     T* FASTFM_RESTRICT x = ws.x0.data();
     T* FASTFM_RESTRICT f = ws.horner.data();
     T* FASTFM_RESTRICT g_df = ws.x1.data();
     T* FASTFM_RESTRICT w = ws.factor.data();
-    for (std::size_t j = 0; j < count; ++j) F[j] = dF[j] = dFb[j] = T(0);
     for (int g = 0; g < G; ++g) {
         group_weights(spec, v, g, states, count, w);
         const T bm = var.beta_mu[g];
@@ -637,21 +837,19 @@ inline void factor_derivatives(const FMPlan<T>& plan, const VariablePlan<T>& var
             for (std::size_t j = 0; j < count; ++j) {
                 const T fj = bm == T(0) ? T(1) : std::exp(-(T(1) + s[j]) * bm);
                 F[j] += w[j] * fj;
-                dF[j] -= w[j] * bm * fj;
+                dF_dR[j] -= w[j] * bm * fj;
                 dFb[j] -= w[j] * (T(1) + s[j]) * bm * fj;
             }
             continue;
         }
         const T shift = var.shift[g];
         if (plan.single_term) {
-            const T a1 = plan.leading;
             for (std::size_t j = 0; j < count; ++j) {
                 const T xj = T(1) / (shift + s[j]);
-                const T fj = a1 * xj;
-                const T dfj = -fj * xj;
-                F[j] += w[j] * fj;
-                dF[j] += w[j] * dfj;
-                dFb[j] += w[j] * dfj * bm;
+                const T wx = w[j] * xj;
+                F[j] += wx;
+                dF_dR[j] -= wx * xj;
+                dFb[j] -= wx * xj * bm;
             }
             continue;
         }
@@ -662,10 +860,25 @@ inline void factor_derivatives(const FMPlan<T>& plan, const VariablePlan<T>& var
         for (std::size_t j = 0; j < count; ++j) {
             const T dfj = -g_df[j] * x[j];
             F[j] += w[j] * f[j];
-            dF[j] += w[j] * dfj;
+            dF_dR[j] += w[j] * dfj;
             dFb[j] += w[j] * dfj * bm;
         }
     }
+    for (std::size_t j = 0; j < count; ++j) dF_dR[j] *= alpha;
+    return T(1);
+}
+
+// suffix[p][j] = Π_{q>p} F_q[j] (suffix[P−1] = 1).  With a running prefix
+// product this gives Q_p = Π_{q≠p} F_q without division (factors may be 0;
+// numpy_backend._products_of_others).
+template <typename T>
+inline void suffix_products(std::size_t P, const T* FASTFM_RESTRICT F, std::size_t count,
+                            T* FASTFM_RESTRICT suffix) {
+    constexpr std::size_t B = Workspace<T>::B;
+    if (P == 0) return;
+    for (std::size_t j = 0; j < count; ++j) suffix[(P - 1) * B + j] = T(1);
+    for (std::size_t p = P - 1; p-- > 0;)
+        for (std::size_t j = 0; j < count; ++j) suffix[p * B + j] = suffix[(p + 1) * B + j] * F[(p + 1) * B + j];
 }
 
 // Q_p = Π_{q≠p} F_q by suffix then prefix products (no division: factors may
@@ -787,9 +1000,18 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     T* FASTFM_RESTRICT omega = ws.omega.data();
     T* FASTFM_RESTRICT total = ws.prod.data();
     T* FASTFM_RESTRICT chain = ws.chain.data();
+    T* FASTFM_RESTRICT beta_scale = ws.beta_scale.data();
+    const T sigma2 = plan.derivative_variance;
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {
         const std::size_t j1 = std::min(N, j0 + B);
+        if (symmetric) {
+            // W[j, a0:a1] for the chunk, read along rows of W once per tile:
+            // a column walk W[j, a] per row a would miss the cache at every j.
+            T* FASTFM_RESTRICT wt = ws.transposed_weights.data();
+            for (std::size_t j = j0; j < j1; ++j)
+                for (std::size_t a = a0; a < a1; ++a) wt[(a - a0) * B + (j - j0)] = pb.W[j * N + a];
+        }
         for (std::size_t a = a0; a < a1; ++a) {
             const std::size_t js = symmetric ? std::max(j0, a) : j0;
             if (js >= j1) continue;
@@ -798,43 +1020,47 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
             if (symmetric) {
                 squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
                 continuous_argument(sq, count, exponent, arg);
-                const T* FASTFM_RESTRICT w_col = pb.W + js * N + a;
-                for (std::size_t j = 0; j < count; ++j) wts[j] = plan.variance * (w_row[j] + w_col[j * N]);
-                if (js == a) wts[0] = plan.variance * w_row[0];  // the diagonal pair counts once
+                const T* FASTFM_RESTRICT w_col = ws.transposed_weights.data() + (a - a0) * B + (js - j0);
+                for (std::size_t j = 0; j < count; ++j) wts[j] = sigma2 * (w_row[j] + w_col[j]);
+                if (js == a) wts[0] = sigma2 * w_row[0];  // the diagonal pair counts once
             } else {
                 const T* FASTFM_RESTRICT r = pb.R + a * N + js;
                 for (std::size_t j = 0; j < count; ++j) {
                     arg[j] = r[j];
-                    wts[j] = plan.variance * w_row[j];
+                    wts[j] = sigma2 * w_row[j];
                 }
             }
             const int64_t* v = pb.rows_states + a * P;
             for (std::size_t p = 0; p < P; ++p)
-                factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
-                                   arg, count, ws.F.data() + p * B, ws.dF.data() + p * B, ws.dFb.data() + p * B, ws);
-            products_of_others(P, ws.F.data(), count, ws.others.data(), total);
-            for (std::size_t j = 0; j < count; ++j) omega[j] = T(0);
+                beta_scale[p] = factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]),
+                                                   pb.cols->variable_states(p) + js, arg, count, ws.F.data() + p * B,
+                                                   ws.dF.data() + p * B, ws.dFb.data() + p * B, ws);
+            suffix_products(P, ws.F.data(), count, ws.others.data());
+            // running = W σ² Π_{q<p} F_q, so running × suffix_p = W σ² Q_p
+            for (std::size_t j = 0; j < count; ++j) {
+                omega[j] = T(0);
+                total[j] = wts[j];
+            }
             for (std::size_t p = 0; p < P; ++p) {
-                const T alpha = plan.variables[p].alpha;
-                const T* FASTFM_RESTRICT Q = ws.others.data() + p * B;
-                const T* FASTFM_RESTRICT dF = ws.dF.data() + p * B;
+                const T* FASTFM_RESTRICT suffix = ws.others.data() + p * B;
+                const T* FASTFM_RESTRICT F = ws.F.data() + p * B;
+                const T* FASTFM_RESTRICT dF_dR = ws.dF.data() + p * B;
                 const T* FASTFM_RESTRICT dFb = ws.dFb.data() + p * B;
                 T sum_alpha = 0, sum_beta = 0;
 #pragma omp simd reduction(+ : sum_alpha, sum_beta)
                 for (std::size_t j = 0; j < count; ++j) {
-                    const T weighted_others = wts[j] * Q[j];              // W σ² Q_p
-                    const T dK_dR = weighted_others * alpha * dF[j];      // through s_p = α_p R
+                    const T weighted_others = total[j] * suffix[j];      // W σ² Q_p
+                    const T dK_dR = weighted_others * dF_dR[j];           // through s_p = α_p R
                     omega[j] += dK_dR;
                     sum_alpha += dK_dR * arg[j];                          // ∂s_p/∂log α_p = α_p R
                     sum_beta += weighted_others * dFb[j];
+                    total[j] *= F[j];
                 }
                 partial[Dc + p] += sum_alpha;
-                partial[Dc + P + p] += sum_beta;
+                partial[Dc + P + p] += beta_scale[p] * sum_beta;
             }
-            T sum_variance = 0;
-#pragma omp simd reduction(+ : sum_variance)
-            for (std::size_t j = 0; j < count; ++j) sum_variance += wts[j] * total[j];  // ∂K/∂log σ² = K
-            partial[Dc + 2 * P] += sum_variance;
+            // ∂K/∂log σ² = K, and total = W σ² Π_q F_q now
+            partial[Dc + 2 * P] += sum_of(total, count);
             if (!symmetric) {
                 T* FASTFM_RESTRICT out = pb.omega + a * N + js;
                 for (std::size_t j = 0; j < count; ++j) out[j] = omega[j];
@@ -846,7 +1072,12 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
                 for (std::size_t j = 0; j < count; ++j) chain[j] = omega[j];
             } else {
                 const T half = T(0.5) * exponent;
-                for (std::size_t j = 0; j < count; ++j) chain[j] = sq[j] > T(0) ? omega[j] * half * (arg[j] / sq[j]) : T(0);
+                for (std::size_t j = 0; j < count; ++j) {
+                    // sq^(t/2−1) = r/sq; 0 at sq = 0 as in the reference.  The division
+                    // stays outside the select so that the loop if-converts.
+                    const T ratio = arg[j] / (sq[j] > T(0) ? sq[j] : T(1));
+                    chain[j] = sq[j] > T(0) ? omega[j] * half * ratio : T(0);
+                }
             }
             const T* row = pb.rows_continuous + a * Dc;
             for (std::size_t d = 0; d < Dc; ++d) {
@@ -897,20 +1128,30 @@ void cross_gradient_tile(const CrossGradientProblem<T>& pb, Workspace<T>& ws, st
             for (std::size_t p = 0; p < P; ++p)
                 factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + j0,
                                    arg, count, ws.F.data() + p * B, ws.dF.data() + p * B, ws.dFb.data() + p * B, ws);
-            products_of_others(P, ws.F.data(), count, ws.others.data(), total);
-            for (std::size_t j = 0; j < count; ++j) dK_dR[j] = T(0);
+            suffix_products(P, ws.F.data(), count, ws.others.data());
+            // total = σ² Π_{q<p} F_q while looping, σ² Π_q F_q = K at the end
+            for (std::size_t j = 0; j < count; ++j) {
+                dK_dR[j] = T(0);
+                total[j] = plan.derivative_variance;
+            }
             for (std::size_t p = 0; p < P; ++p) {
-                const T scale = plan.variance * plan.variables[p].alpha;
-                const T* FASTFM_RESTRICT Q = ws.others.data() + p * B;
+                const T* FASTFM_RESTRICT suffix = ws.others.data() + p * B;
+                const T* FASTFM_RESTRICT F = ws.F.data() + p * B;
                 const T* FASTFM_RESTRICT dF = ws.dF.data() + p * B;
-                for (std::size_t j = 0; j < count; ++j) dK_dR[j] += scale * Q[j] * dF[j];
+                for (std::size_t j = 0; j < count; ++j) {
+                    dK_dR[j] += total[j] * suffix[j] * dF[j];
+                    total[j] *= F[j];
+                }
             }
             if (exponent != T(2)) {
                 const T half = T(0.5) * exponent;
-                for (std::size_t j = 0; j < count; ++j) dK_dR[j] = sq[j] > T(0) ? dK_dR[j] * half * (arg[j] / sq[j]) : T(0);
+                for (std::size_t j = 0; j < count; ++j) {
+                    const T ratio = arg[j] / (sq[j] > T(0) ? sq[j] : T(1));  // sq^(t/2−1), see reduction_tile
+                    dK_dR[j] = sq[j] > T(0) ? dK_dR[j] * half * ratio : T(0);
+                }
             }
             T* FASTFM_RESTRICT K_out = pb.K + a * M + j0;
-            for (std::size_t j = 0; j < count; ++j) K_out[j] = plan.variance * total[j];
+            for (std::size_t j = 0; j < count; ++j) K_out[j] = total[j];
             // ∂sq/∂c_ad = 2 (c_ad − c_bd)
             T* FASTFM_RESTRICT dK_out = pb.dK + (a * M + j0) * Dc;
             for (std::size_t d = 0; d < Dc; ++d) {
@@ -963,7 +1204,7 @@ template <typename T, typename ReductionTileFn = decltype(&DefaultTiles<T>::redu
 std::vector<T> run_reduction(ReductionProblem<T> pb, int n_threads,
                              ReductionTileFn tile = &DefaultTiles<T>::reduction) {
     const std::size_t n_components = pb.n_components();
-    const std::size_t tile_rows = kTileRows;
+    const std::size_t tile_rows = kReductionTileRows;
     const std::size_t n_tiles = (pb.N + tile_rows - 1) / tile_rows;
     std::vector<T> partials(n_tiles * n_components, T(0));
     pb.tile_partials = &partials;

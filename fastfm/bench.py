@@ -1,0 +1,177 @@
+"""Kernel benchmarks: FM Gram and fused gradient reduction, compiled backend vs NumPy reference.
+
+Run ``python -m fastfm.bench kernels`` (options: ``--sizes``, ``--repeat``,
+``--spaces``, ``--threads``).  For each space and N it prints the median time of
+the full N×N ModLap Gram with the ``cpp`` backend and with the NumPy
+reference (and their ratio), and the median time of the Gram plus the fused
+gradient reduction Σ W ∘ ∂K/∂θ (what one GP marginal-likelihood gradient
+costs) with its ratio to the Gram alone.  Everything is measured in the same
+run, on the same seeded inputs.
+
+The spaces are importable (:func:`benchmark_spaces`) so that the asv suite
+and other benchmarks use the same ones.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from ._backends import available_backends, get_backend
+from ._backends.modulation import Modulation
+from .space import Categorical, Ordinal, Real, Space
+
+__all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "main"]
+
+# Hyperparameters of the benchmarked ModLap kernel: typical fitted values on
+# unit-cube inputs (the timing does not depend on them, except through overflow
+# guards that these stay far from).
+LENGTHSCALE = 0.5
+ALPHA = 1.0
+BETA = 1.0
+VARIANCE = 1.0
+
+DEFAULT_SIZES = (200, 500, 1000, 2000)
+DEFAULT_SPACES = ("Func3C", "Ackley5C", "NAS-like")
+# The NumPy reference is slow at large N; it gets fewer repeats than the compiled backend.
+MAX_NUMPY_REPEAT = 3
+
+
+def benchmark_spaces(seed=0):
+    """The benchmark search spaces by name.
+
+    * ``Func3C``: 2 continuous, nominal with 3, 5 and 4 states (SPEC §6);
+    * ``Ackley5C``: 1 continuous, five nominal with 17 states (SPEC §6);
+    * ``NAS-like``: 6 continuous, 10 nominal and 10 ordinal variables with 3–8
+      states each (drawn with ``seed``), the size of a NAS cell plus optimiser.
+
+    Returns
+    -------
+    dict of str -> Space
+    """
+    rng = np.random.default_rng(seed)
+    func3c = Space([Real("x1", -1.0, 1.0), Real("x2", -1.0, 1.0),
+                    Categorical("h1", list(range(3))), Categorical("h2", list(range(5))),
+                    Categorical("h3", list(range(4)))])
+    ackley = Space([Real("u", -1.0, 1.0)] + [Categorical(f"h{i}", list(range(17))) for i in range(1, 6)])
+    nominal_states = rng.integers(3, 9, size=10)
+    ordinal_states = rng.integers(3, 9, size=10)
+    nas = Space([Real(f"c{i}", 0.0, 1.0) for i in range(6)]
+                + [Categorical(f"op{i}", list(range(n))) for i, n in enumerate(nominal_states)]
+                + [Ordinal(f"size{i}", list(range(n))) for i, n in enumerate(ordinal_states)])
+    return {"Func3C": func3c, "Ackley5C": ackley, "NAS-like": nas}
+
+
+def kernel_inputs(space, n_points, seed=0):
+    """Seeded backend inputs for a ModLap Gram on ``space``.
+
+    Returns
+    -------
+    C : (n_points, Dc) scaled continuous part;  D : (n_points, P) states;
+    W : (n_points, n_points) symmetric reduction weights;
+    args : tuple (spectra, alphas, betas, variance, modulation), the trailing
+        arguments of every backend function.
+    """
+    X = space.sample_encoded(n_points, seed=seed)
+    C, D = space.split(X)
+    C = np.ascontiguousarray(C / LENGTHSCALE)
+    rng = np.random.default_rng(seed + 1)
+    A = rng.standard_normal((n_points, n_points))
+    W = 0.5 * (A + A.T) / n_points
+    P = space.n_discrete
+    args = (space.packed_spectra, np.full(P, ALPHA), np.full(P, BETA), VARIANCE, Modulation())
+    return C, D, W, args
+
+
+def time_call(function, repeat, warmup=1):
+    """Median wall time in seconds of ``function()`` over ``repeat`` runs (after ``warmup``)."""
+    for _ in range(warmup):
+        function()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_kernel_benchmarks(sizes=DEFAULT_SIZES, repeat=7, spaces=DEFAULT_SPACES, numpy_reference=True,
+                          backend="cpp", file=sys.stdout):
+    """Time Gram and Gram + reduction; print a table and return its rows as dicts (times in ms)."""
+    fast = get_backend(backend)
+    reference = get_backend("numpy")
+    all_spaces = benchmark_spaces()
+    rows = []
+    header = (f"{'space':<10} {'N':>5} {backend + ' Gram':>11} {'numpy Gram':>11} {'speed-up':>9} "
+              f"{'Gram+red':>10} {'(Gram+red)/Gram':>16}")
+    print(header, file=file)
+    print("-" * len(header), file=file)
+    for space_name in spaces:
+        space = all_spaces[space_name]
+        for n in sizes:
+            C, D, W, args = kernel_inputs(space, n)
+
+            def gram(module=fast):
+                return module.fm_gram(C, D, None, None, *args)
+
+            def gram_and_reduction():
+                fast.fm_gram(C, D, None, None, *args)
+                return fast.fm_grad_reduction(C, D, W, *args)
+
+            t_gram = time_call(gram, repeat)
+            t_both = time_call(gram_and_reduction, repeat)
+            t_numpy = (time_call(lambda: gram(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0)
+                       if numpy_reference else float("nan"))
+            row = {"space": space_name, "N": n, "gram_ms": 1e3 * t_gram, "numpy_gram_ms": 1e3 * t_numpy,
+                   "speedup": t_numpy / t_gram, "gram_and_reduction_ms": 1e3 * t_both,
+                   "reduction_ratio": t_both / t_gram}
+            rows.append(row)
+            print(f"{space_name:<10} {n:>5} {row['gram_ms']:>9.2f}ms {row['numpy_gram_ms']:>9.1f}ms "
+                  f"{row['speedup']:>8.0f}x {row['gram_and_reduction_ms']:>8.2f}ms {row['reduction_ratio']:>15.2f}x",
+                  file=file, flush=True)
+    return rows
+
+
+def _describe_machine():
+    import os
+    import platform
+
+    lines = [f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
+             f"{platform.machine()} {platform.processor() or ''}".rstrip()]
+    if "cpp" in available_backends():
+        from . import _cpp
+        info = _cpp.build_info()
+        lines.append(f"fastfm._cpp: OpenMP {'on' if info['openmp'] else 'off'} ({info['max_threads']} threads), "
+                     f"{info['compiler']}, SIMD {info['simd']}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m fastfm.bench", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    kernels = commands.add_parser("kernels", help="FM Gram and gradient-reduction timings, cpp vs numpy")
+    kernels.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), metavar="N",
+                         help="numbers of points (default: %(default)s)")
+    kernels.add_argument("--repeat", type=int, default=7, help="timed runs per figure; the median is shown")
+    kernels.add_argument("--spaces", nargs="+", default=list(DEFAULT_SPACES), choices=list(DEFAULT_SPACES),
+                         help="benchmark spaces (default: all)")
+    kernels.add_argument("--backend", default="cpp", choices=["cpp", "cuda", "numpy"],
+                         help="the fast backend to compare with the NumPy reference")
+    kernels.add_argument("--threads", type=int, default=None, help="threads of the compiled backend (default: all)")
+    kernels.add_argument("--no-numpy", action="store_true", help="skip the (slow) NumPy reference timings")
+    args = parser.parse_args(argv)
+
+    from ._config import config_context
+
+    if args.backend not in available_backends():
+        parser.error(f"backend {args.backend!r} is not available here (available: {available_backends()})")
+    print(_describe_machine())
+    settings = {} if args.threads is None else {"num_threads": args.threads}
+    with config_context(**settings):
+        run_kernel_benchmarks(args.sizes, args.repeat, args.spaces, not args.no_numpy, args.backend)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
