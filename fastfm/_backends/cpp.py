@@ -48,21 +48,38 @@ def _tables(spectra):
     return tables
 
 
-def _hyper(spectra, alphas, betas, variance, modulation):
+# Below this many (pair × eigenvalue-group) terms a call runs on one thread.  A parallel
+# region costs ~10 µs on an idle machine but milliseconds when the cores are busy (measured:
+# a 40×40 Gram took 21 ms with 2 threads and 0.2 ms with 1 on a loaded 2-core machine), and
+# BO makes thousands of such small calls per suggestion.
+PARALLEL_MIN_TERMS = 1_000_000
+
+
+def _threads(spectra, n_pairs):
+    """Thread count for a call over ``n_pairs`` pairs: the configured one, or 1 for small work."""
+    configured = int(get_config()["num_threads"])
+    if configured == 1:
+        return 1
+    terms_per_pair = int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
+    return 1 if n_pairs * terms_per_pair < PARALLEL_MIN_TERMS else configured
+
+
+def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):
     """The trailing arguments shared by every ``_cpp`` entry point."""
     return (_tables(spectra), alphas, betas, float(variance), int(modulation.kind),
             np.asarray(modulation.coefficients, dtype=np.float64), float(modulation.exponent),
-            int(get_config()["num_threads"]))
+            _threads(spectra, n_pairs))
 
 
 def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     """The FM Gram matrix, shape (N, M) (or (N, N) when C2 is None)."""
-    return _cpp.fm_gram(C1, D1, C2, D2, *_hyper(spectra, alphas, betas, variance, modulation))
+    n_pairs = len(D1) * (len(D1) + 1) // 2 if D2 is None else len(D1) * len(D2)
+    return _cpp.fm_gram(C1, D1, C2, D2, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))
 
 
 def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation):
     """K_ab = σ² Π_p F_p(v_a, v_b, α_p R_ab)."""
-    return _cpp.fm_gram_from_argument(R, D1, D2, *_hyper(spectra, alphas, betas, variance, modulation))
+    return _cpp.fm_gram_from_argument(R, D1, D2, *_hyper(spectra, alphas, betas, variance, modulation, np.size(R)))
 
 
 def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
@@ -72,20 +89,22 @@ def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
     -------
     g_lengthscale : (Dc,), g_alpha : (P,), g_beta : (P,), g_variance : float
     """
-    return _cpp.fm_grad_reduction(C, D, W, *_hyper(spectra, alphas, betas, variance, modulation))
+    return _cpp.fm_grad_reduction(C, D, W, *_hyper(spectra, alphas, betas, variance, modulation, 2 * np.size(W)))
 
 
 def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modulation):
     """(g_alpha (P,), g_beta (P,), g_variance, omega (N, N)) given the continuous argument R."""
-    return _cpp.fm_reduction_from_argument(R, D, W, *_hyper(spectra, alphas, betas, variance, modulation))
+    return _cpp.fm_reduction_from_argument(R, D, W, *_hyper(spectra, alphas, betas, variance, modulation,
+                                                           2 * np.size(W)))
 
 
 def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, variance, modulation):
     """Rows k(x_m, X) of graph neighbours x_m of one point (c, v), shape (M, N)."""
     return _cpp.fm_neighbour_gram(c, v, C, D, var_index, new_state,
-                                  *_hyper(spectra, alphas, betas, variance, modulation))
+                                  *_hyper(spectra, alphas, betas, variance, modulation, (len(var_index) + 1) * len(D)))
 
 
 def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     """K(X1, X2) (M, N) and dK (M, N, Dc), dK[m, n, d] = ∂K[m, n]/∂C1[m, d]."""
-    return _cpp.fm_cross_gradient(C1, D1, C2, D2, *_hyper(spectra, alphas, betas, variance, modulation))
+    return _cpp.fm_cross_gradient(C1, D1, C2, D2,
+                                  *_hyper(spectra, alphas, betas, variance, modulation, 2 * len(D1) * len(D2)))

@@ -233,3 +233,27 @@ def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulati
             dK_dR = np.where(sq > 0, dK_dR * 0.5 * t * sq ** (0.5 * t - 1.0), 0.0)
     diff = C1[:, None, :] - C2[None, :, :]                                        # (M, N, Dc)
     return K, 2.0 * dK_dR[:, :, None] * diff
+
+
+def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, spectra, alphas, betas, variance, modulation):
+    """:func:`fm_neighbour_gram` for several base points at once.
+
+    Row m is k(x_m, X) where x_m is base point ``owner[m]`` (a row of C0/D0) with
+    discrete variable ``var_index[m]`` moved to state ``new_state[m]``.
+
+    Parameters
+    ----------
+    C0 : (S, Dc), D0 : (S, P)   base points
+    C : (N, Dc), D : (N, P)     the points to score against
+    owner, var_index, new_state : (M,) int64
+
+    Returns
+    -------
+    K : (M, N)
+    """
+    K = np.empty((len(owner), C.shape[0]))
+    for s in np.unique(owner):
+        rows = np.flatnonzero(owner == s)
+        K[rows] = fm_neighbour_gram(C0[s], D0[s], C, D, var_index[rows], new_state[rows], spectra, alphas, betas,
+                                    variance, modulation)
+    return K

@@ -97,7 +97,34 @@ class Kernel:
         return result
 
     def _values(self, name, n):
-        return _broadcast_value(getattr(self, name), n, name)
+        return self._memo(("values", name, n), lambda: _broadcast_value(getattr(self, name), n, name))
+
+    # ---- memo of hyperparameter-derived quantities ----------------------------------
+    # BO calls a kernel thousands of times per suggestion with the same hyperparameters:
+    # validated arrays, normalisers and backend arguments are computed once per
+    # hyperparameter state, keyed on the attribute values (so setting ``k.alpha = ...``
+    # directly, as scikit-learn allows, invalidates it too).
+    def _static_key(self):
+        """Constructor arguments other than hyperparameters that derived values depend on."""
+        return ()
+
+    def _state_key(self):
+        parts = [self._static_key()]
+        for name, _ in self._hyperparameter_specs():
+            value = getattr(self, name)
+            parts.append(value if isinstance(value, float) else np.asarray(value, dtype=float).tobytes())
+        return tuple(parts)
+
+    def _memo(self, label, compute):
+        key = self._state_key()
+        cache = self.__dict__.get("_memo_cache")
+        if cache is None or cache[0] != key:
+            cache = (key, {})
+            self.__dict__["_memo_cache"] = cache
+        store = cache[1]
+        if label not in store:
+            store[label] = compute()
+        return store[label]
 
     def _all_log_values(self):
         specs = self._hyperparameter_specs()
@@ -208,6 +235,27 @@ class Kernel:
         n_continuous = self.n_dims - self._n_discrete()
         points[np.arange(len(var_index)), n_continuous + var_index] = new_state
         return self(points, X)
+
+    def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
+        """:meth:`neighbour_gram` for several base points in one call.
+
+        Row m is K(x_m, X), where x_m equals ``X0[owner[m]]`` except that discrete
+        variable ``var_index[m]`` takes state ``new_state[m]``.
+
+        Returns
+        -------
+        ndarray of shape (M, N)
+        """
+        return self(self.neighbour_points(X0, owner, var_index, new_state), X)
+
+    def neighbour_points(self, X0, owner, var_index, new_state):
+        """The explicit neighbour points of :meth:`neighbour_gram_batch`, shape (M, n_dims)."""
+        X0 = np.asarray(X0, dtype=np.float64)
+        owner = np.asarray(owner, dtype=np.int64)
+        var_index = np.asarray(var_index, dtype=np.int64)
+        points = X0[owner].copy()
+        points[np.arange(len(owner)), self.n_dims - self._n_discrete() + var_index] = new_state
+        return points
 
     def _n_discrete(self):
         space = getattr(self, "space", None)

@@ -16,6 +16,7 @@ of standardised y whatever the β_p: without it a Gram diagonal can be
 """
 import numpy as np
 
+from .._backends import backend_function
 from .._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
 from ..exceptions import SpaceDefinitionError
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
@@ -41,6 +42,9 @@ class _ModulatedKernel(SpaceKernel):
 
     def _normaliser(self):
         """(Π_p c_p, ∂log Π c_p/∂log β) of the variance parameterisation (module docstring)."""
+        return self._memo("normaliser", self._compute_normaliser)
+
+    def _compute_normaliser(self):
         spectra = self.space.packed_spectra
         modulation = self._modulation
         betas = self._betas()
@@ -52,6 +56,10 @@ class _ModulatedKernel(SpaceKernel):
                                           spectra.n_states[p], modulation, betas[p])
             log_c += np.log(c)
         return np.exp(log_c), dlog_c
+
+    def _args(self):
+        """Backend arguments after the inputs: (spectra, alphas, betas, σ², modulation), memoised."""
+        return self._memo("args", self._compute_args)
 
     def _effective_variance(self):
         return float(self.variance) / self._normaliser()[0]
@@ -119,7 +127,10 @@ class FMKernel(_ModulatedKernel):
         return [("lengthscale", self.space.n_continuous), ("alpha", self.space.n_discrete),
                 ("beta", self.space.n_discrete), ("variance", 1)]
 
-    def _args(self):
+    def _static_key(self):
+        return (tuple(np.atleast_1d(np.asarray(self.coefficients, dtype=float))), float(self.exponent))
+
+    def _compute_args(self):
         return (self.space.packed_spectra, self._values("alpha", self.space.n_discrete), self._betas(),
                 self._effective_variance(), self._modulation)
 
@@ -148,6 +159,30 @@ class FMKernel(_ModulatedKernel):
         if np.any(new_state < 0) or np.any(new_state >= self.space.n_states[var_index]):
             raise ValueError(f"new_state holds a state index outside its variable's range: {new_state!r}")
         return self._backend_call("fm_neighbour_gram", c[0], v[0], C, D, var_index, new_state, *self._args())
+
+    def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
+        C0, D0 = self._scaled(self._check_X(X0, "X0"))
+        C, D = self._scaled(self._check_X(X))
+        owner = np.ascontiguousarray(owner, dtype=np.int64)
+        var_index = np.ascontiguousarray(var_index, dtype=np.int64)
+        new_state = np.ascontiguousarray(new_state, dtype=np.int64)
+        P = self.space.n_discrete
+        if np.any(owner < 0) or np.any(owner >= len(C0)):
+            raise ValueError(f"owner must index rows of X0 (0..{len(C0) - 1}), got {owner!r}")
+        if np.any(var_index < 0) or np.any(var_index >= P):
+            raise ValueError(f"var_index must lie in [0, {P - 1}], got {var_index!r}")
+        if np.any(new_state < 0) or np.any(new_state >= self.space.n_states[var_index]):
+            raise ValueError(f"new_state holds a state index outside its variable's range: {new_state!r}")
+        backend = self._backend_module()
+        if hasattr(backend, "fm_neighbour_gram_batch"):
+            return backend.fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, *self._args())
+        # a backend with only the one-point form: one call per base point
+        single = backend_function(backend, "fm_neighbour_gram")
+        K = np.empty((len(owner), C.shape[0]))
+        for s in np.unique(owner):
+            rows = np.flatnonzero(owner == s)
+            K[rows] = single(C0[s], D0[s], C, D, var_index[rows], new_state[rows], *self._args())
+        return K
 
     def _gram_and_input_gradient(self, X1, X2):
         C1, D1 = self._scaled(X1)
@@ -233,7 +268,10 @@ class GraphKernel(_ModulatedKernel):
     def _hyperparameter_specs(self):
         return [("beta", self.space.n_discrete), ("variance", 1)]
 
-    def _args(self):
+    def _static_key(self):
+        return (self.kind,)
+
+    def _compute_args(self):
         P = self.space.n_discrete
         return (self.space.packed_spectra, np.zeros(P), self._betas(), self._effective_variance(), self._modulation)
 
@@ -314,7 +352,7 @@ class ModNN(_ModulatedKernel):
     def _hyperparameter_specs(self):
         return [("nn_variance", self.space.n_continuous + 1), ("beta", self.space.n_discrete), ("variance", 1)]
 
-    def _args(self):
+    def _compute_args(self):
         P = self.space.n_discrete
         return (self.space.packed_spectra, np.ones(P), self._betas(), self._effective_variance(), self._modulation)
 

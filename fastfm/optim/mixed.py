@@ -30,8 +30,12 @@ SCORING_BATCH = 4_096     # rows of the cross-covariance scored at once (memory 
 SPRAY_CONTINUOUS_STD = 0.05   # std of the Gaussian move of spray points in the unit cube (our choice)
 LBFGS_ITERATIONS_PER_ROUND = 1    # "one L-BFGS-B step" per alternation (paper: maxiter=1)
 MAX_ROUNDS = 100          # safety cap on alternations; convergence usually comes far earlier (our choice)
-IMPROVEMENT_TOL = 1e-9    # an acquisition gain below this (absolute) is "no improvement"
+IMPROVEMENT_TOL = 1e-6    # a gain below this, relative to max(1, |acquisition|), is "no improvement"
 DUPLICATE_TOL = 1e-9      # continuous coordinates closer than this count as the same point
+
+
+def _tolerance(values):
+    return IMPROVEMENT_TOL * np.maximum(1.0, np.abs(values))
 
 
 class SearchSpaceExhaustedError(FastFMError, RuntimeError):
@@ -162,15 +166,16 @@ class MixedAcquisitionOptimizer:
         for rounds in range(1, self.max_rounds + 1):
             improved = np.zeros(len(X), dtype=bool)
             if space.n_discrete:
-                for i in np.flatnonzero(active):
-                    moved, value = self._hill_climb_step(gp, acquisition, X[i], acq[i])
-                    if value > acq[i] + IMPROVEMENT_TOL:
-                        X[i], acq[i] = moved, value
-                        improved[i] = True
+                idx = np.flatnonzero(active)
+                moved, values = self._hill_climb_step(gp, acquisition, X[idx], acq[idx])
+                gain = values > acq[idx] + _tolerance(acq[idx])
+                X[idx[gain]] = moved[gain]
+                acq[idx[gain]] = values[gain]
+                improved[idx[gain]] = True
             if space.n_continuous:
                 idx = np.flatnonzero(active)
                 new_C, new_acq = self._continuous_step(gp, acquisition, X[idx], acq[idx])
-                gain = new_acq > acq[idx] + IMPROVEMENT_TOL
+                gain = new_acq > acq[idx] + _tolerance(acq[idx])
                 X[idx[gain], : space.n_continuous] = new_C[gain]
                 acq[idx[gain]] = new_acq[gain]
                 improved[idx[gain]] = True
@@ -179,27 +184,40 @@ class MixedAcquisitionOptimizer:
                 break
         return X, acq, rounds
 
-    def _hill_climb_step(self, gp, acquisition, x, current):
-        """Move to the best graph neighbour if it beats ``current``."""
+    def _neighbourhoods(self, X):
+        """(owner, var_index, new_state) listing every graph neighbour of every row of X."""
         space = self.space
-        var_index, new_state = [], []
-        for p, adjacency in enumerate(space.neighbours):
-            adjacent = adjacency[int(x[space.n_continuous + p])]
-            var_index.append(np.full(len(adjacent), p, dtype=np.int64))
-            new_state.append(adjacent)
-        var_index = np.concatenate(var_index)
-        new_state = np.concatenate(new_state).astype(np.int64)
-        if len(var_index) == 0:
-            return x, current
-        K_cross = gp.kernel_.neighbour_gram(x, gp.X_train_, var_index, new_state)
-        neighbours = np.repeat(x[None, :], len(var_index), axis=0)
-        neighbours[np.arange(len(var_index)), space.n_continuous + var_index] = new_state
-        mu, sigma = gp.predict_standardized_from_cross(K_cross, gp.kernel_.diag(neighbours))
+        owner, var_index, new_state = [], [], []
+        for s, x in enumerate(X):
+            for p, adjacency in enumerate(space.neighbours):
+                adjacent = adjacency[int(x[space.n_continuous + p])]
+                owner.append(np.full(len(adjacent), s, dtype=np.int64))
+                var_index.append(np.full(len(adjacent), p, dtype=np.int64))
+                new_state.append(adjacent)
+        cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
+        return cat(owner), cat(var_index), cat(new_state)
+
+    def _hill_climb_step(self, gp, acquisition, X, current):
+        """For every row, the best graph neighbour and its acquisition, or the row itself when
+        no neighbour beats ``current``.  All neighbours of all rows are scored in one call:
+        each neighbour differs from its row in one variable, so the kernel reuses the other
+        factors (``neighbour_gram_batch``)."""
+        owner, var_index, new_state = self._neighbourhoods(X)
+        if len(owner) == 0:
+            return X.copy(), current.copy()
+        kernel = gp.kernel_
+        K_cross = kernel.neighbour_gram_batch(X, gp.X_train_, owner, var_index, new_state)
+        neighbours = kernel.neighbour_points(X, owner, var_index, new_state)
+        mu, sigma = gp.predict_standardized_from_cross(K_cross, kernel.diag(neighbours))
         values = acquisition(mu, sigma)[0]
-        best = int(np.argmax(values))
-        if values[best] > current:
-            return neighbours[best], float(values[best])
-        return x, current
+        best_X, best_values = X.copy(), current.copy()
+        # best neighbour per row: sort by (owner, value) and take each owner's last entry
+        order = np.lexsort((values, owner))
+        last = order[np.r_[owner[order][1:] != owner[order][:-1], True]]
+        better = values[last] > current[owner[last]]
+        best_X[owner[last[better]]] = neighbours[last[better]]
+        best_values[owner[last[better]]] = values[last[better]]
+        return best_X, best_values
 
     def _continuous_step(self, gp, acquisition, X, acq):
         """One L-BFGS-B step on Σ_starts −acq(c_i | v_i), separable across starts."""

@@ -169,3 +169,21 @@ def test_bad_hyperparameters_are_rejected():
         fk.ModLap(space, alpha=-1.0)(space.sample_encoded(2, seed=0))
     with pytest.raises(ValueError, match="exponent"):
         fk.FMKernel(space, exponent=3.0)(space.sample_encoded(2, seed=0))
+
+
+def test_neighbour_gram_batch_equals_explicit_neighbours(kernel_factory, space, rng):
+    kernel = random_kernel(kernel_factory, space, rng)
+    X0 = space.sample_encoded(3, seed=10)
+    X = space.sample_encoded(11, seed=11)
+    owner, var_index, new_state = [], [], []
+    for s, x in enumerate(X0):
+        for p, adjacency in enumerate(space.neighbours):
+            for u in adjacency[int(x[space.n_continuous + p])]:
+                owner.append(s)
+                var_index.append(p)
+                new_state.append(u)
+    owner, var_index, new_state = map(np.array, (owner, var_index, new_state))
+    K = kernel.neighbour_gram_batch(X0, X, owner, var_index, new_state)
+    points = kernel.neighbour_points(X0, owner, var_index, new_state)
+    assert np.all(np.sum(points != X0[owner], axis=1) == 1)       # each neighbour moves one variable
+    np.testing.assert_allclose(K, kernel(points, X), rtol=1e-12, atol=1e-15)
