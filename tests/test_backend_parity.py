@@ -1,0 +1,438 @@
+"""The compiled backend (``cpp``) against the NumPy reference, to 1e-12 relative.
+
+Every private backend function is compared on the shared random spaces
+(``tests/_spaces.py``) and on extra spaces that drive each evaluation path
+of the C++ core: complete graphs (O(1) per pair), tridiagonal graphs
+(continuants, unrolled up to 12 states and generic beyond), general graphs
+(projector tables, or eigenvectors for very large graphs), with every
+modulation.  Tolerances: ``rtol=1e-12`` and ``atol=1e-12 * scale``, where
+``scale`` is the size of the compared quantity (its largest entry, or, for
+sums, the sum of absolute values of the summed terms: the rounding bound).
+
+The tests skip only when the extension is not built; ``test_cpp_backend_is_built``
+fails in that case unless ``FASTFM_ALLOW_NO_EXTENSION=1``.
+"""
+import os
+
+import numpy as np
+import pytest
+from _spaces import SPACES
+
+import fastfm as ff
+from fastfm._backends import available_backends, backend_status, numpy_backend
+from fastfm._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
+
+RTOL = 1e-12
+
+
+def _path_edges(n):
+    return [(i, i + 1) for i in range(n - 1)]
+
+
+# Spaces that reach the C++ paths the shared ones do not.
+EXTRA_SPACES = {
+    # Dc = 0; a star has eigenvalue 1 with multiplicity n − 2 (grouping matters)
+    "discrete_only": ff.Space([ff.Categorical("c", list("abc")), ff.Integer("i", 0, 4),
+                               ff.Graph("star", 5, [(0, k) for k in range(1, 5)])]),
+    # paths longer than the unrolled continuants (12), a 2-state path, a 1-state variable
+    "long_paths": ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("long", 0, 20), ff.Ordinal("twelve", list(range(12))),
+                            ff.Integer("two", 0, 1), ff.Categorical("single", ["only"]),
+                            ff.Graph("weighted_path", 6, _path_edges(6), weights=[1.0, 0.5, 2.0, 1.0, 3.0])]),
+    # symmetric normalised Laplacians: different eigenvalues, same paths
+    "normalized": ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", 0.0, 1.0),
+                            ff.Categorical("c", list("abcd"), normalized_laplacian=True),
+                            ff.Integer("i", 0, 6, normalized_laplacian=True),
+                            ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)], normalized_laplacian=True)]),
+}
+# 170 states: the projector table would exceed its size limit, eigenvectors are used instead
+HUGE_PATH_SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("big", 0, 169), ff.Categorical("c", [0, 1])])
+
+ALL_SPACES = {**SPACES, **EXTRA_SPACES}
+
+MODULATIONS = {
+    "modlap": Modulation(),
+    "family_t1.3": Modulation(LAP_FAMILY, (0.5, 1.0, 0.25), 1.3),
+    "single_term_t1": Modulation(LAP_FAMILY, (2.0,), 1.0),
+    "diffusion": Modulation(DIFFUSION),
+    "diffusion_t0.7": Modulation(DIFFUSION, exponent=0.7),
+}
+
+
+@pytest.fixture(scope="module")
+def cpp():
+    pytest.importorskip("fastfm._cpp", reason="the compiled extension fastfm._cpp is not built")
+    from fastfm._backends import cpp as cpp_backend
+    return cpp_backend
+
+
+@pytest.fixture(params=sorted(ALL_SPACES), ids=sorted(ALL_SPACES))
+def any_space(request):
+    return ALL_SPACES[request.param]
+
+
+@pytest.fixture(params=sorted(MODULATIONS), ids=sorted(MODULATIONS))
+def modulation(request):
+    return MODULATIONS[request.param]
+
+
+def _inputs(space, n, seed, lengthscale=0.4):
+    """Scaled continuous and state arrays, with a repeated point (zero distance)."""
+    X = space.sample_encoded(n, seed=seed)
+    if n > 4:
+        X[4] = X[1]
+    C, D = space.split(X)
+    return np.ascontiguousarray(C / lengthscale), D
+
+
+def _hyper(space, seed, modulation, alpha_range=(0.05, 5.0), beta_range=(0.05, 5.0)):
+    rng = np.random.default_rng(seed)
+    P = space.n_discrete
+    return (space.packed_spectra, rng.uniform(*alpha_range, P), rng.uniform(*beta_range, P), 1.7, modulation)
+
+
+def assert_close(actual, desired, scale=None, err_msg=""):
+    """|actual − desired| ≤ RTOL·|desired| + RTOL·scale elementwise; scale is a scalar or per element
+    (default: the largest |desired|)."""
+    actual = np.asarray(actual, dtype=float)
+    desired = np.asarray(desired, dtype=float)
+    assert actual.shape == desired.shape, f"{err_msg}: shape {actual.shape} != {desired.shape}"
+    if scale is None:
+        scale = np.max(np.abs(desired)) if desired.size else 0.0
+    scale = np.asarray(scale, dtype=float)
+    scale = scale.reshape(()) if scale.size == 1 else scale
+    tolerance = RTOL * np.abs(desired) + RTOL * np.broadcast_to(scale, desired.shape)
+    error = np.abs(actual - desired)
+    bad = ~(error <= tolerance)  # also catches NaN
+    if np.any(bad):
+        worst = np.unravel_index(np.argmax(np.where(bad, error / np.maximum(tolerance, 1e-300), 0.0)), desired.shape)
+        raise AssertionError(f"{err_msg}: {int(bad.sum())} of {bad.size} entries differ; worst at {worst}: "
+                             f"{actual[worst]!r} vs {desired[worst]!r} (tolerance {tolerance[worst]:.3g})")
+
+
+def _reduction_scales(C, D, W, args):
+    """Σ_ab |W_ab ∂K_ab/∂ψ_j| per hyperparameter: the rounding bound of each gradient sum."""
+    _, dK = numpy_backend.fm_gram_gradient(C, D, *args)
+    return np.sum(np.abs(W[:, :, None] * dK), axis=(0, 1))
+
+
+# ------------------------------------------------------------------- build
+def test_cpp_backend_is_built():
+    """CI must build the extension: only FASTFM_ALLOW_NO_EXTENSION=1 excuses its absence."""
+    if os.environ.get("FASTFM_ALLOW_NO_EXTENSION", "") == "1":
+        pytest.skip("FASTFM_ALLOW_NO_EXTENSION=1")
+    assert "cpp" in available_backends(), f"cpp backend unavailable: {backend_status()['cpp']}"
+
+
+def test_build_info_and_threads(cpp):
+    from fastfm import _cpp
+    info = _cpp.build_info()
+    assert set(info) >= {"openmp", "max_threads", "compiler", "simd"}
+    assert isinstance(info["openmp"], bool) and isinstance(info["max_threads"], int) and info["max_threads"] >= 1
+    assert isinstance(info["compiler"], str) and isinstance(info["simd"], str)
+    before = _cpp.get_num_threads()
+    try:
+        _cpp.set_num_threads(1)
+        assert _cpp.get_num_threads() == (1 if info["openmp"] else 1)
+    finally:
+        _cpp.set_num_threads(before)
+    with pytest.raises(ValueError, match="num_threads"):
+        _cpp.set_num_threads(0)
+
+
+def test_factor_paths_are_the_fast_ones(cpp):
+    """Nominal → O(1) complete path, ordinal → continuants, other graphs → projector tables."""
+    tables = cpp._tables(EXTRA_SPACES["long_paths"].packed_spectra)
+    assert tables.paths == ["tridiagonal", "tridiagonal", "tridiagonal", "general", "tridiagonal"]
+    tables = cpp._tables(EXTRA_SPACES["discrete_only"].packed_spectra)
+    assert tables.paths == ["complete", "tridiagonal", "general"]
+    tables = cpp._tables(SPACES["mixed"].packed_spectra)
+    assert tables.paths == ["tridiagonal", "tridiagonal", "complete", "general"]
+    # prepared once per spectra object
+    assert cpp._tables(SPACES["mixed"].packed_spectra) is tables
+
+
+# ------------------------------------------------------------------- Grams
+def test_symmetric_gram(cpp, any_space, modulation):
+    C, D = _inputs(any_space, 37, seed=1)
+    args = _hyper(any_space, 2, modulation)
+    expected = numpy_backend.fm_gram(C, D, None, None, *args)
+    actual = cpp.fm_gram(C, D, None, None, *args)
+    assert actual.shape == expected.shape
+    assert_close(actual, expected)
+    np.testing.assert_array_equal(actual, actual.T)  # each pair computed once and mirrored
+
+
+def test_cross_gram(cpp, any_space, modulation):
+    C1, D1 = _inputs(any_space, 23, seed=3)
+    C2, D2 = _inputs(any_space, 150, seed=4)  # > one column chunk
+    args = _hyper(any_space, 5, modulation)
+    assert_close(cpp.fm_gram(C1, D1, C2, D2, *args), numpy_backend.fm_gram(C1, D1, C2, D2, *args))
+
+
+def test_gram_from_argument(cpp, any_space, modulation):
+    C1, D1 = _inputs(any_space, 19, seed=6)
+    C2, D2 = _inputs(any_space, 31, seed=7)
+    args = _hyper(any_space, 8, modulation)
+    R = numpy_backend.continuous_argument(C1, C2, modulation.exponent)
+    assert_close(cpp.fm_gram_from_argument(R, D1, D2, *args), numpy_backend.fm_gram_from_argument(R, D1, D2, *args))
+    R11 = numpy_backend.continuous_argument(C1, None, modulation.exponent)
+    assert_close(cpp.fm_gram_from_argument(R11, D1, None, *args),
+                 numpy_backend.fm_gram_from_argument(R11, D1, None, *args))
+
+
+def test_gram_on_huge_path(cpp):
+    """170 states: eigenvector storage and the generic continuant recurrence."""
+    C, D = _inputs(HUGE_PATH_SPACE, 25, seed=9)
+    C2, D2 = _inputs(HUGE_PATH_SPACE, 7, seed=10)
+    for modulation in (Modulation(), Modulation(LAP_FAMILY, (1.0, 0.5), 2.0)):
+        args = _hyper(HUGE_PATH_SPACE, 11, modulation)
+        assert_close(cpp.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
+        assert_close(cpp.fm_gram(C, D, C2, D2, *args), numpy_backend.fm_gram(C, D, C2, D2, *args))
+
+
+@pytest.mark.parametrize("alpha", [1e4, 1e8, 1e12], ids=["alpha1e4", "alpha1e8", "alpha1e12"])
+def test_gram_with_large_modulation_argument(cpp, alpha):
+    """Large α·d² makes the continuants huge: the overflow guards must fall back, not return inf/NaN."""
+    space = EXTRA_SPACES["long_paths"]
+    C, D = _inputs(space, 30, seed=12, lengthscale=0.05)
+    args = _hyper(space, 13, Modulation(), alpha_range=(alpha, 2 * alpha))
+    expected = numpy_backend.fm_gram(C, D, None, None, *args)
+    actual = cpp.fm_gram(C, D, None, None, *args)
+    assert np.all(np.isfinite(actual))
+    assert_close(actual, expected)
+
+
+def test_gram_with_tiny_beta(cpp):
+    """β so small that the scaled continuants' coupling products leave their safe range."""
+    space = EXTRA_SPACES["long_paths"]
+    C, D = _inputs(space, 30, seed=14)
+    args = _hyper(space, 15, Modulation(), beta_range=(1e-40, 1e-39))
+    assert_close(cpp.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
+
+
+# -------------------------------------------------------------- reductions
+def test_grad_reduction(cpp, any_space, modulation):
+    C, D = _inputs(any_space, 29, seed=16)
+    args = _hyper(any_space, 17, modulation)
+    rng = np.random.default_rng(18)
+    W = rng.standard_normal((len(C), len(C)))  # not symmetric: pairs use W_ab + W_ba
+    expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+    actual = cpp.fm_grad_reduction(C, D, W, *args)
+    assert len(actual) == 4
+    assert actual[0].shape == (any_space.n_continuous,)
+    assert actual[1].shape == actual[2].shape == (any_space.n_discrete,)
+    assert isinstance(actual[3], float)
+    scales = _reduction_scales(C, D, W, args)
+    Dc, P = any_space.n_continuous, any_space.n_discrete
+    for got, want, scale, name in zip(actual, expected, np.split(scales, [Dc, Dc + P, Dc + 2 * P]),
+                                      ["lengthscale", "alpha", "beta", "variance"]):
+        assert_close(got, want, scale=scale, err_msg=name)
+
+
+def test_grad_reduction_spans_several_tiles(cpp, modulation):
+    """N larger than a row tile and a column chunk: tile partial sums and the Wᵀ blocks."""
+    space = SPACES["mixed"]
+    C, D = _inputs(space, 203, seed=19)
+    args = _hyper(space, 20, modulation)
+    A = np.random.default_rng(21).standard_normal((203, 203))
+    W = A + A.T
+    expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+    actual = cpp.fm_grad_reduction(C, D, W, *args)
+    scales = _reduction_scales(C, D, W, args)
+    assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
+                 np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
+
+
+def test_reduction_from_argument(cpp, any_space, modulation):
+    C, D = _inputs(any_space, 26, seed=22)
+    args = _hyper(any_space, 23, modulation)
+    R = numpy_backend.continuous_argument(C, None, modulation.exponent)
+    W = np.random.default_rng(24).standard_normal((len(C), len(C)))
+    g_alpha, g_beta, g_var, omega = numpy_backend.fm_reduction_from_argument(R, D, W, *args)
+    a_alpha, a_beta, a_var, a_omega = cpp.fm_reduction_from_argument(R, D, W, *args)
+    K = numpy_backend.fm_gram_from_argument(R, D, None, *args)
+    bound = np.sum(np.abs(W)) * np.max(np.abs(K)) * (1.0 + np.max(np.abs(args[1]) * np.max(R, initial=0.0)))
+    assert_close(a_alpha, g_alpha, scale=bound)
+    assert_close(a_beta, g_beta, scale=bound)
+    assert_close(a_var, g_var, scale=bound)
+    assert_close(a_omega, omega)
+
+
+def test_reduction_of_a_space_without_discrete_factors_beyond_one_state(cpp):
+    """P = 1 with a single state: every factor is f(0, s)."""
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("c", ["only"])])
+    C, D = _inputs(space, 12, seed=25)
+    args = _hyper(space, 26, Modulation())
+    W = np.random.default_rng(27).standard_normal((12, 12))
+    expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+    actual = cpp.fm_grad_reduction(C, D, W, *args)
+    scales = _reduction_scales(C, D, W, args)
+    assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
+                 np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
+
+
+# ------------------------------------------------ neighbours and gradients
+def test_neighbour_gram(cpp, any_space, modulation):
+    C, D = _inputs(any_space, 140, seed=28)
+    c, v = C[3], D[3]
+    var_index, new_state = [], []
+    for p, n in enumerate(any_space.n_states):
+        for state in range(n):
+            if state != v[p]:
+                var_index.append(p)
+                new_state.append(state)
+    var_index = np.array(var_index, dtype=np.int64)
+    new_state = np.array(new_state, dtype=np.int64)
+    args = _hyper(any_space, 29, modulation)
+    expected = numpy_backend.fm_neighbour_gram(c, v, C, D, var_index, new_state, *args)
+    actual = cpp.fm_neighbour_gram(c, v, C, D, var_index, new_state, *args)
+    assert actual.shape == (len(var_index), len(C))
+    assert_close(actual, expected)
+
+
+def test_cross_gradient(cpp, any_space, modulation):
+    C1, D1 = _inputs(any_space, 9, seed=30)
+    C2, D2 = _inputs(any_space, 41, seed=31)
+    C1[2] = C2[5]  # a zero distance
+    args = _hyper(any_space, 32, modulation)
+    K, dK = numpy_backend.fm_cross_gradient(C1, D1, C2, D2, *args)
+    aK, adK = cpp.fm_cross_gradient(C1, D1, C2, D2, *args)
+    assert adK.shape == dK.shape
+    assert_close(aK, K)
+    assert_close(adK, dK, scale=max(np.max(np.abs(dK), initial=0.0), np.max(np.abs(K)) * np.max(np.abs(args[1]))))
+
+
+# ----------------------------------------------------- through the kernels
+def _kernels(space, backend):
+    P, Dc = space.n_discrete, space.n_continuous
+    rng = np.random.default_rng(33)
+    common = dict(alpha=rng.uniform(0.1, 3.0, P), beta=rng.uniform(0.1, 3.0, P), variance=1.3, backend=backend)
+    lengthscale = rng.uniform(0.2, 1.5, Dc) if Dc else 0.5
+    kernels = {
+        "ModLap": ff.kernels.ModLap(space, lengthscale=lengthscale, **common),
+        "ModDif": ff.kernels.ModDif(space, lengthscale=lengthscale, **common),
+        "FMKernel": ff.kernels.FMKernel(space, coefficients=(0.3, 1.0), exponent=1.5, lengthscale=lengthscale,
+                                        **common),
+        "GraphKernel": ff.kernels.GraphKernel(space, beta=common["beta"], variance=1.3, backend=backend),
+    }
+    if Dc:
+        kernels["ModNN"] = ff.kernels.ModNN(space, nn_variance=rng.uniform(0.5, 2.0, Dc + 1), beta=common["beta"],
+                                            variance=1.3, backend=backend)
+    return kernels
+
+
+def test_kernels_agree_across_backends(cpp, any_space):
+    X = any_space.sample_encoded(33, seed=34)
+    Y = any_space.sample_encoded(12, seed=35)
+    W = np.random.default_rng(36).standard_normal((33, 33))
+    W = W + W.T
+    fast, reference = _kernels(any_space, "cpp"), _kernels(any_space, "numpy")
+    for name in fast:
+        kf, kr = fast[name], reference[name]
+        Kr = kr(X)
+        assert_close(kf(X), Kr, err_msg=name)
+        assert_close(kf(X, Y), kr(X, Y), err_msg=name)
+        _, dK = kr(X, eval_gradient=True)
+        scale = np.sum(np.abs(W[:, :, None] * dK), axis=(0, 1))
+        assert_close(kf.gradient_reduction(X, W), kr.gradient_reduction(X, W), scale=scale, err_msg=name)
+
+
+def test_kernel_neighbours_and_input_gradient_agree_across_backends(cpp, any_space):
+    X = any_space.sample_encoded(40, seed=37)
+    x = X[0]
+    var_index = np.arange(any_space.n_discrete, dtype=np.int64)
+    new_state = (X[0, any_space.n_continuous:].astype(np.int64) + 1) % any_space.n_states
+    fast, reference = _kernels(any_space, "cpp")["ModLap"], _kernels(any_space, "numpy")["ModLap"]
+    assert_close(fast.neighbour_gram(x, X, var_index, new_state), reference.neighbour_gram(x, X, var_index, new_state))
+    if any_space.n_continuous:
+        Kf, dKf = fast.gram_and_input_gradient(X[:5], X)
+        Kr, dKr = reference.gram_and_input_gradient(X[:5], X)
+        assert_close(Kf, Kr)
+        assert_close(dKf, dKr)
+
+
+# -------------------------------------------------------------- threading
+def test_results_do_not_depend_on_the_thread_count(cpp):
+    space = SPACES["mixed"]
+    C, D = _inputs(space, 150, seed=38)
+    args = _hyper(space, 39, Modulation())
+    W = np.random.default_rng(40).standard_normal((150, 150))
+    with ff.config_context(num_threads=1):
+        K1 = cpp.fm_gram(C, D, None, None, *args)
+        g1 = cpp.fm_grad_reduction(C, D, W, *args)
+    with ff.config_context(num_threads=2):
+        K2 = cpp.fm_gram(C, D, None, None, *args)
+        g2 = cpp.fm_grad_reduction(C, D, W, *args)
+    np.testing.assert_array_equal(K1, K2)
+    for a, b in zip(g1, g2):  # partial sums are added tile by tile in a fixed order
+        np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------ errors
+@pytest.fixture
+def small_problem(cpp):
+    space = SPACES["mixed"]
+    C, D = _inputs(space, 6, seed=41)
+    return space, C, D, _hyper(space, 42, Modulation())
+
+
+def test_bad_states_raise_value_error_naming_the_argument(cpp, small_problem):
+    space, C, D, args = small_problem
+    bad = D.copy()
+    bad[2, 1] = space.n_states[1]
+    with pytest.raises(ValueError, match=r"D1\[2, 1\] = 3"):
+        cpp.fm_gram(C, bad, None, None, *args)
+    bad[2, 1] = -1
+    with pytest.raises(ValueError, match=r"D2\[2, 1\] = -1"):
+        cpp.fm_gram(C, D, C, bad, *args)
+    with pytest.raises(ValueError, match="D1 must hold integer state indices"):
+        cpp.fm_gram(C, D.astype(float), None, None, *args)
+    with pytest.raises(ValueError, match=r"D must have shape \(6, 4\)"):
+        cpp.fm_grad_reduction(C, D[:, :3], np.zeros((6, 6)), *args)
+
+
+def test_bad_shapes_raise_value_error_naming_the_argument(cpp, small_problem):
+    space, C, D, args = small_problem
+    with pytest.raises(ValueError, match=r"C2 must have shape \(M, 2\), got \(6, 3\)"):
+        cpp.fm_gram(C, D, np.zeros((6, 3)), D, *args)
+    with pytest.raises(ValueError, match="C2 and D2 must both"):
+        cpp.fm_gram(C, D, C, None, *args)
+    with pytest.raises(ValueError, match=r"D1 must have shape \(5, 4\)"):
+        cpp.fm_gram(C[:5], D, None, None, *args)
+    with pytest.raises(ValueError, match=r"W must have shape \(6, 6\), got \(6, 5\)"):
+        cpp.fm_grad_reduction(C, D, np.zeros((6, 5)), *args)
+    with pytest.raises(ValueError, match=r"R must have shape \(6, 6\)"):
+        cpp.fm_gram_from_argument(np.zeros((6, 7)), D, None, *args)
+    spectra, alphas, betas, variance, modulation = args
+    with pytest.raises(ValueError, match=r"alphas must have shape \(4,\)"):
+        cpp.fm_gram(C, D, None, None, spectra, alphas[:2], betas, variance, modulation)
+    with pytest.raises(ValueError, match=r"betas\[1\] = -1"):
+        cpp.fm_gram(C, D, None, None, spectra, alphas, np.array([1.0, -1.0, 1.0, 1.0]), variance, modulation)
+
+
+def test_bad_neighbours_raise_value_error_naming_the_argument(cpp, small_problem):
+    space, C, D, args = small_problem
+    ok = np.array([0], dtype=np.int64)
+    with pytest.raises(ValueError, match=r"var_index\[0\] = 4"):
+        cpp.fm_neighbour_gram(C[0], D[0], C, D, np.array([4]), ok, *args)
+    with pytest.raises(ValueError, match=r"new_state\[0\] = 9"):
+        cpp.fm_neighbour_gram(C[0], D[0], C, D, ok, np.array([9]), *args)
+    with pytest.raises(ValueError, match=r"new_state must have shape \(1,\)"):
+        cpp.fm_neighbour_gram(C[0], D[0], C, D, ok, np.array([0, 1]), *args)
+    with pytest.raises(ValueError, match=r"c must have shape \(2,\)"):
+        cpp.fm_neighbour_gram(C[0, :1], D[0], C, D, ok, ok, *args)
+    with pytest.raises(ValueError, match=r"v\[0\] = 7"):
+        cpp.fm_neighbour_gram(C[0], np.array([7, 0, 0, 0]), C, D, ok, ok, *args)
+
+
+def test_bad_modulation_raises_value_error(cpp, small_problem):
+    from fastfm import _cpp
+    space, C, D, args = small_problem
+    spectra, alphas, betas, variance, _ = args
+    tables = cpp._tables(spectra)
+    with pytest.raises(ValueError, match=r"coefficients\[1\] = -1"):
+        _cpp.fm_gram(C, D, None, None, tables, alphas, betas, variance, LAP_FAMILY, np.array([1.0, -1.0]), 2.0)
+    with pytest.raises(ValueError, match="exponent must lie in"):
+        _cpp.fm_gram(C, D, None, None, tables, alphas, betas, variance, LAP_FAMILY, np.array([1.0]), 3.0)
+    with pytest.raises(ValueError, match="modulation kind"):
+        _cpp.fm_gram(C, D, None, None, tables, alphas, betas, variance, 7, np.array([1.0]), 2.0)
