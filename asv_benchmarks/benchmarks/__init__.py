@@ -1,0 +1,1 @@
+"""asv benchmarks of fastfm (configuration: ../asv.conf.json)."""

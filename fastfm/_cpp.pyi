@@ -1,0 +1,57 @@
+"""Type stub of the compiled backend ``fastfm._cpp`` (csrc/bindings.cpp).
+
+Private: use the kernels (``fastfm.kernels``) or ``fastfm._backends.cpp``,
+whose wrappers take the same arguments as ``fastfm._backends.numpy_backend``.
+Every function raises ``ValueError`` naming the argument when a shape, dtype
+or state index is wrong.  ``kind``/``coefficients``/``exponent`` describe the
+modulation (``fastfm._backends.modulation.Modulation``); ``num_threads`` = 0
+means OpenMP's default (all cores).
+"""
+from typing import TypedDict
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+class _BuildInfo(TypedDict):
+    openmp: bool
+    max_threads: int
+    compiler: str
+    simd: str
+
+class SpectralTables:
+    """β-independent tables of a ``PackedSpectra``, prepared once per spectra object."""
+
+    def __init__(self, n_states: ArrayLike, eigvec_offsets: ArrayLike, eigenvectors: ArrayLike,
+                 group_offsets: ArrayLike, group_values: ArrayLike, group_sizes: ArrayLike,
+                 is_complete: ArrayLike) -> None: ...
+    @property
+    def n_variables(self) -> int: ...
+    @property
+    def paths(self) -> list[str]:
+        """Per variable: 'complete', 'tridiagonal' or 'general'."""
+
+def fm_gram(C1: ArrayLike, D1: ArrayLike, C2: ArrayLike | None, D2: ArrayLike | None, tables: SpectralTables,
+            alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
+            exponent: float, num_threads: int = 0) -> NDArray[np.float64]: ...
+def fm_gram_from_argument(R: ArrayLike, D1: ArrayLike, D2: ArrayLike | None, tables: SpectralTables,
+                          alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
+                          exponent: float, num_threads: int = 0) -> NDArray[np.float64]: ...
+def fm_grad_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, tables: SpectralTables, alphas: ArrayLike,
+                      betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike, exponent: float,
+                      num_threads: int = 0
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]: ...
+def fm_reduction_from_argument(R: ArrayLike, D: ArrayLike, W: ArrayLike, tables: SpectralTables, alphas: ArrayLike,
+                               betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
+                               exponent: float, num_threads: int = 0
+                               ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.float64]]: ...
+def fm_neighbour_gram(c: ArrayLike, v: ArrayLike, C: ArrayLike, D: ArrayLike, var_index: ArrayLike,
+                      new_state: ArrayLike, tables: SpectralTables, alphas: ArrayLike, betas: ArrayLike,
+                      variance: float, kind: int, coefficients: ArrayLike, exponent: float,
+                      num_threads: int = 0) -> NDArray[np.float64]: ...
+def fm_cross_gradient(C1: ArrayLike, D1: ArrayLike, C2: ArrayLike, D2: ArrayLike, tables: SpectralTables,
+                      alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
+                      exponent: float, num_threads: int = 0
+                      ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def build_info() -> _BuildInfo: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...
