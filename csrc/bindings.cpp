@@ -28,14 +28,16 @@ using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecas
 
 // ----------------------------------------------------------------------------
 // Run-time ISA dispatch of the hot tiles.  One portable binary (no
-// -march=native): GCC emits an x86-64-v3 (AVX2 + FMA) clone and a baseline
-// clone and picks one at load time.  `flatten` inlines the whole tile, so the
-// template code is compiled for each ISA, not called at the baseline one.
+// -march=native): GCC emits x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA) and
+// baseline clones and picks one at load time.  `flatten` inlines the whole
+// tile, so the template code is compiled for each ISA, not called at the
+// baseline one.  Measured on an AMD EPYC (Zen 4): v3 is ~3× the baseline, v4
+// another 15–20% on the Gram (GCC's generic tuning keeps 256-bit vectors there).
 // ----------------------------------------------------------------------------
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
     !defined(FASTFM_NO_MULTIVERSIONING)
-#define FASTFM_HOT __attribute__((target_clones("arch=x86-64-v3", "default"), flatten))
-#define FASTFM_DISPATCH_NAME "target_clones(x86-64-v3: AVX2+FMA | default: SSE2)"
+#define FASTFM_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
+#define FASTFM_DISPATCH_NAME "target_clones(x86-64-v4: AVX-512 | x86-64-v3: AVX2+FMA | default: SSE2)"
 #else
 #define FASTFM_HOT
 #define FASTFM_DISPATCH_NAME "none (compiler default ISA)"
@@ -68,7 +70,8 @@ std::string active_isa() {
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
     !defined(FASTFM_NO_MULTIVERSIONING)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "x86-64-v3 (AVX2+FMA)";
+    if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4 (AVX-512)";
+    if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3 (AVX2+FMA)";
     return "default (SSE2)";
 #else
     return "default";
