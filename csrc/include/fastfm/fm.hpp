@@ -753,9 +753,7 @@ inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, i
         return;
     }
     if (var.tridiagonal_gram) {
-#ifndef FASTFM_AB_NO_SCALED
         if (var.scaled_continuants && multiply_factor_scaled_continuants(var, v, states, arg, count, prod, ws)) return;
-#endif
         if (multiply_factor_tridiagonal(var, v, states, arg, count, prod, ws)) return;
     }
     multiply_factor_general(plan, var, v, states, arg, count, prod, ws);
