@@ -1,12 +1,13 @@
 """Kernel benchmarks: FM Gram and fused gradient reduction, compiled backend vs NumPy reference.
 
 Run ``python -m fastfm.bench kernels`` (options: ``--sizes``, ``--repeat``,
-``--spaces``, ``--threads``).  For each space and N it prints the median time of
+``--spaces``, ``--threads``, ``--clock {wall,cpu}``, ``--statistic {median,min}``).  For each space and N it prints the median time of
 the full N×N ModLap Gram with the ``cpp`` backend and with the NumPy
 reference (and their ratio), and the median time of the Gram plus the fused
 gradient reduction Σ W ∘ ∂K/∂θ (what one GP marginal-likelihood gradient
-costs) with its ratio to the Gram alone.  Everything is measured in the same
-run, on the same seeded inputs.
+costs) with its ratio to the Gram alone; then the candidates × observations
+cross Gram of the acquisition optimiser (``--cross``).  Everything is measured
+in the same run, on the same seeded inputs.
 
 The spaces are importable (:func:`benchmark_spaces`) so that the asv suite
 and other benchmarks use the same ones.
@@ -22,7 +23,7 @@ from ._backends import available_backends, get_backend
 from ._backends.modulation import Modulation
 from .space import Categorical, Ordinal, Real, Space
 
-__all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "main"]
+__all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "run_cross_benchmark", "main"]
 
 # Hyperparameters of the benchmarked ModLap kernel: typical fitted values on
 # unit-cube inputs (the timing does not depend on them, except through overflow
@@ -84,20 +85,39 @@ def kernel_inputs(space, n_points, seed=0):
     return C, D, W, args
 
 
-def time_call(function, repeat, warmup=1):
-    """Median wall time in seconds of ``function()`` over ``repeat`` runs (after ``warmup``)."""
+CLOCKS = {
+    # elapsed time: what a user waits for
+    "wall": time.perf_counter,
+    # CPU time of the whole process (all threads): with --threads 1 it is the
+    # single-core cost, unaffected by other programs competing for the cores
+    "cpu": time.process_time,
+}
+
+
+STATISTICS = {
+    "median": statistics.median,
+    # best of the repeats (as timeit recommends): the run least disturbed by
+    # other programs, an estimate of the time on an idle machine
+    "min": min,
+}
+
+
+def time_call(function, repeat, warmup=1, clock="wall", statistic="median"):
+    """``statistic`` (median or min) of the times in seconds of ``repeat`` runs of ``function()``
+    (after ``warmup`` runs) on ``clock``."""
+    now = CLOCKS[clock]
     for _ in range(warmup):
         function()
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = now()
         function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        times.append(now() - start)
+    return STATISTICS[statistic](times)
 
 
 def run_kernel_benchmarks(sizes=DEFAULT_SIZES, repeat=7, spaces=DEFAULT_SPACES, numpy_reference=True,
-                          backend="cpp", file=sys.stdout):
+                          backend="cpp", clock="wall", statistic="median", file=sys.stdout):
     """Time Gram and Gram + reduction; print a table and return its rows as dicts (times in ms)."""
     fast = get_backend(backend)
     reference = get_backend("numpy")
@@ -119,9 +139,10 @@ def run_kernel_benchmarks(sizes=DEFAULT_SIZES, repeat=7, spaces=DEFAULT_SPACES, 
                 fast.fm_gram(C, D, None, None, *args)
                 return fast.fm_grad_reduction(C, D, W, *args)
 
-            t_gram = time_call(gram, repeat)
-            t_both = time_call(gram_and_reduction, repeat)
-            t_numpy = (time_call(lambda: gram(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0)
+            timing = {"clock": clock, "statistic": statistic}
+            t_gram = time_call(gram, repeat, **timing)
+            t_both = time_call(gram_and_reduction, repeat, **timing)
+            t_numpy = (time_call(lambda: gram(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0, **timing)
                        if numpy_reference else float("nan"))
             row = {"space": space_name, "N": n, "gram_ms": 1e3 * t_gram, "numpy_gram_ms": 1e3 * t_numpy,
                    "speedup": t_numpy / t_gram, "gram_and_reduction_ms": 1e3 * t_both,
@@ -133,12 +154,44 @@ def run_kernel_benchmarks(sizes=DEFAULT_SIZES, repeat=7, spaces=DEFAULT_SPACES, 
     return rows
 
 
+def run_cross_benchmark(n_candidates=(10_000, 100_000), n_observations=200, space_name="NAS-like", repeat=7,
+                        numpy_reference=True, backend="cpp", clock="wall", statistic="median", file=sys.stdout):
+    """Time the candidates × observations cross Gram (acquisition scoring); print and return rows.
+
+    The NumPy reference is timed only up to 10,000 candidates (it needs
+    several dense candidates × observations temporaries per eigenvalue group).
+    """
+    fast = get_backend(backend)
+    reference = get_backend("numpy")
+    space = benchmark_spaces()[space_name]
+    C2, D2, _, args = kernel_inputs(space, n_observations)
+    timing = {"clock": clock, "statistic": statistic}
+    rows = []
+    for n in n_candidates:
+        C1, D1 = space.split(space.sample_encoded(n, seed=7))
+        C1 = np.ascontiguousarray(C1 / LENGTHSCALE)
+        t_fast = time_call(lambda: fast.fm_gram(C1, D1, C2, D2, *args), repeat, **timing)
+        t_numpy = float("nan")
+        if numpy_reference and n <= 10_000:
+            t_numpy = time_call(lambda: reference.fm_gram(C1, D1, C2, D2, *args), min(repeat, MAX_NUMPY_REPEAT),
+                                warmup=0, **timing)
+        row = {"space": space_name, "n_candidates": n, "n_observations": n_observations,
+               "cross_ms": 1e3 * t_fast, "numpy_cross_ms": 1e3 * t_numpy}
+        rows.append(row)
+        numpy_text = f"numpy {row['numpy_cross_ms']:.0f} ms ({t_numpy / t_fast:.0f}x)" if t_numpy == t_numpy else ""
+        print(f"cross Gram {space_name} {n:,} × {n_observations}: {backend} {row['cross_ms']:.1f} ms  {numpy_text}",
+              file=file, flush=True)
+    return rows
+
+
 def _describe_machine():
     import os
     import platform
 
     lines = [f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
              f"{platform.machine()} {platform.processor() or ''}".rstrip()]
+    if hasattr(os, "getloadavg"):
+        lines.append("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     if "cpp" in available_backends():
         from . import _cpp
         info = _cpp.build_info()
@@ -160,6 +213,14 @@ def main(argv=None):
                          help="the fast backend to compare with the NumPy reference")
     kernels.add_argument("--threads", type=int, default=None, help="threads of the compiled backend (default: all)")
     kernels.add_argument("--no-numpy", action="store_true", help="skip the (slow) NumPy reference timings")
+    kernels.add_argument("--cross", type=int, nargs="*", default=[10_000, 100_000], metavar="N_CANDIDATES",
+                         help="also time the N_CANDIDATES × 200 cross Gram on NAS-like (default: %(default)s; "
+                              "give no value to skip)")
+    kernels.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
+                         help="median of the repeats (default) or min (best of N: ~idle-machine time)")
+    kernels.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                         help="wall: elapsed time (default); cpu: process CPU time, the robust single-core "
+                              "figure on a busy machine when combined with --threads 1")
     args = parser.parse_args(argv)
 
     from ._config import config_context
@@ -169,7 +230,11 @@ def main(argv=None):
     print(_describe_machine())
     settings = {} if args.threads is None else {"num_threads": args.threads}
     with config_context(**settings):
-        run_kernel_benchmarks(args.sizes, args.repeat, args.spaces, not args.no_numpy, args.backend)
+        run_kernel_benchmarks(args.sizes, args.repeat, args.spaces, not args.no_numpy, args.backend, args.clock,
+                              args.statistic)
+        if args.cross:
+            run_cross_benchmark(args.cross, repeat=args.repeat, numpy_reference=not args.no_numpy,
+                                backend=args.backend, clock=args.clock, statistic=args.statistic)
     return 0
 
 

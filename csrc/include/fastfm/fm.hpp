@@ -256,7 +256,7 @@ struct VariablePlan {
     std::vector<T> coupling_sq;
     std::vector<T> coupling_product;
     // Scaled continuants (n ≤ kMaxUnrolledStates): π_k = Π_{i<k} βw_i.  Usable
-    // when every π_k lies in [kScaleRange⁻¹, kScaleRange] (see multiply_factor_tridiagonal).
+    // when every π_k lies in [1e-30, 1e30] (see multiply_factor_scaled_continuants).
     bool scaled_continuants = false;
     std::vector<T> inv_pi;        // 1/π_k, k < n
     std::vector<T> leading_pi;    // a_1 π_k, k < n
@@ -494,51 +494,23 @@ inline void multiply_factor_general(const FMPlan<T>& plan, const VariablePlan<T>
     for (std::size_t j = 0; j < count; ++j) prod[j] *= F[j];
 }
 
-// Largest leading continuant for which products of two continuants stay finite.
+// Largest leading continuant θ_n for which products of two continuants stay finite.
 template <typename T>
 constexpr T continuant_limit() {
     return T(1e150);
 }
 
-// θ_k for k = 0..n of T = (1+s)I + βL, at theta[k*B + j]:
-//     θ_0 = 1,  θ_1 = a_0,  θ_{k+1} = a_k θ_k − (βw_{k−1})² θ_{k−1},   a_k = 1 + βL_kk + s.
-// For small n the recurrence is unrolled at compile time so that θ_{k−1}, θ_k
-// stay in registers (one store per θ_k instead of three loads and a store).
-template <typename T, int N>
-inline void leading_continuants_unrolled(const T* FASTFM_RESTRICT dshift, const T* FASTFM_RESTRICT csq,
-                                         const T* FASTFM_RESTRICT s, std::size_t count, T* FASTFM_RESTRICT theta) {
-    constexpr std::size_t B = Workspace<T>::B;
-    for (std::size_t j = 0; j < count; ++j) {
-        T prev = T(1), cur = dshift[0] + s[j];
-        theta[j] = prev;
-        theta[B + j] = cur;
-#pragma GCC unroll 16
-        for (int k = 1; k < N; ++k) {
-            const T next = (dshift[k] + s[j]) * cur - csq[k - 1] * prev;
-            theta[(k + 1) * B + j] = next;
-            prev = cur;
-            cur = next;
-        }
-    }
+// The same for the scaled continuants A_k B_k, which also carry π_k ∈ [1e-30, 1e30].
+template <typename T>
+constexpr T scaled_continuant_limit() {
+    return T(1e100);
 }
 
+// θ_k for k = 0..n of T = (1+s)I + βL, at theta[k*B + j]:
+//     θ_0 = 1,  θ_1 = a_0,  θ_{k+1} = a_k θ_k − (βw_{k−1})² θ_{k−1},   a_k = 1 + βL_kk + s.
 template <typename T>
 inline void leading_continuants(int n, const T* FASTFM_RESTRICT dshift, const T* FASTFM_RESTRICT csq,
                                 const T* FASTFM_RESTRICT s, std::size_t count, T* FASTFM_RESTRICT theta) {
-    switch (n) {  // ordinal variables rarely have more than a dozen states
-        case 2: return leading_continuants_unrolled<T, 2>(dshift, csq, s, count, theta);
-        case 3: return leading_continuants_unrolled<T, 3>(dshift, csq, s, count, theta);
-        case 4: return leading_continuants_unrolled<T, 4>(dshift, csq, s, count, theta);
-        case 5: return leading_continuants_unrolled<T, 5>(dshift, csq, s, count, theta);
-        case 6: return leading_continuants_unrolled<T, 6>(dshift, csq, s, count, theta);
-        case 7: return leading_continuants_unrolled<T, 7>(dshift, csq, s, count, theta);
-        case 8: return leading_continuants_unrolled<T, 8>(dshift, csq, s, count, theta);
-        case 9: return leading_continuants_unrolled<T, 9>(dshift, csq, s, count, theta);
-        case 10: return leading_continuants_unrolled<T, 10>(dshift, csq, s, count, theta);
-        case 11: return leading_continuants_unrolled<T, 11>(dshift, csq, s, count, theta);
-        case 12: return leading_continuants_unrolled<T, 12>(dshift, csq, s, count, theta);
-        default: break;
-    }
     constexpr std::size_t B = Workspace<T>::B;
     for (std::size_t j = 0; j < count; ++j) {
         theta[j] = T(1);
@@ -553,7 +525,8 @@ inline void leading_continuants(int n, const T* FASTFM_RESTRICT dshift, const T*
     }
 }
 
-// The resolvent entry F = a_1 [T⁻¹]_{vw} with one gather per pair.  With
+// The resolvent entry F = a_1 [T⁻¹]_{vw} (Usmani's formula, see
+// multiply_factor_tridiagonal) with one gather per pair.  With
 // π_k = Π_{i<k} βw_i the coupling product is π_hi/π_lo, so
 //     F = A_lo · B_hi / θ_n,   A_k = θ_k/π_k,   B_k = a_1 π_k φ_{k+1}.
 // One of lo, hi is the row state v, whose A_v, B_v rows are read contiguously;
@@ -600,7 +573,7 @@ inline bool multiply_factor_scaled_continuants(const VariablePlan<T>& var, int v
         det[j] = theta[N];
     }
     int overflow = 0;  // an integer OR reduction vectorises; a max over doubles would not (NaN rules)
-    for (std::size_t j = 0; j < count; ++j) overflow |= det[j] <= T(1e100) ? 0 : 1;
+    for (std::size_t j = 0; j < count; ++j) overflow |= det[j] <= scaled_continuant_limit<T>() ? 0 : 1;
     if (overflow) return false;
     const T* FASTFM_RESTRICT A_row = AB + static_cast<std::size_t>(v) * B;
     const T* FASTFM_RESTRICT B_row = AB + static_cast<std::size_t>(N + v) * B;
@@ -712,7 +685,8 @@ inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, i
     if (var.path == FactorPath::complete) {
         const T inv_n = T(1) / T(var.spectrum->n_states);
         const T c0 = var.shift[0], c1 = var.shift[1];
-        // F = f0·P_0 + f1·P_1 with P_0 = 1/n, P_1 = δ_vv' − 1/n (a select between constants, see above)
+        // F = f0·P_0 + f1·P_1 with P_0 = 1/n, P_1 = δ_vv' − 1/n (a select between
+        // two constants, which GCC vectorises; see factor_derivatives)
         const T w_same = T(1) - inv_n, w_other = -inv_n;
         if (plan.modulation.kind == kDiffusion) {
             const T bm = var.beta_mu[1];
