@@ -55,6 +55,12 @@ FASTFM_HOT void reduction_tile_f64(const fastfm::ReductionProblem<double>& pb, f
     fastfm::reduction_tile(pb, ws, a0, a1, tile);
 }
 
+FASTFM_HOT bool complete_reduction_registers_f64(const fastfm::FMPlan<double>& plan, const int64_t* v,
+                                                 const int32_t* states, std::size_t ld, const double* arg,
+                                                 const double* wts, std::size_t count, double* omega, double* terms) {
+    return fastfm::complete_reduction_registers_any(plan, v, states, ld, arg, wts, count, omega, terms);
+}
+
 FASTFM_HOT void cross_gradient_tile_f64(const fastfm::CrossGradientProblem<double>& pb,
                                         fastfm::Workspace<double>& ws, std::size_t a0, std::size_t a1) {
     fastfm::cross_gradient_tile(pb, ws, a0, a1);
@@ -295,6 +301,7 @@ py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, co
         pb.cols = &cols;
         pb.W = W.data();
         pb.N = static_cast<std::size_t>(N);
+        pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
         sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
     }
     const std::size_t P = tables.n_variables(), dc = static_cast<std::size_t>(Dc);
@@ -327,6 +334,7 @@ py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& 
         pb.W = W.data();
         pb.N = static_cast<std::size_t>(N);
         pb.omega = omega.mutable_data();
+        pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
         sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
     }
     const std::size_t P = tables.n_variables();

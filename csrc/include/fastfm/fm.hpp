@@ -278,6 +278,9 @@ struct FMPlan {
     std::vector<T> df_coefficients;  // n·a_n, for ∂f/∂u = −Σ n a_n u^(−n−1)
     int max_states = 1;
     std::size_t n_continuous = 0;
+    // Every variable nominal (complete graph) and f = a_1/u: the reduction then
+    // has a register-blocked kernel (complete_reduction_registers).
+    bool all_complete_single_term = false;
 
     std::size_t n_variables() const { return variables.size(); }
 
@@ -291,6 +294,9 @@ struct FMPlan {
             df_coefficients.push_back(T(k + 1) * modulation.coefficients[k]);
         max_states = tables.max_states();
         const std::size_t P = tables.n_variables();
+        all_complete_single_term = single_term && P > 0;
+        for (std::size_t p = 0; p < P; ++p)
+            all_complete_single_term = all_complete_single_term && tables.variable(p).path == FactorPath::complete;
         derivative_variance = variance;
         if (single_term)
             for (std::size_t p = 0; p < P; ++p) derivative_variance *= leading;
@@ -351,12 +357,14 @@ struct Workspace {
     std::vector<T> transposed_weights;  // kReductionTileRows × B block of Wᵀ (reduction)
     std::vector<T> beta_scale;          // per variable, see factor_derivatives
     std::vector<int32_t> gather_index;  // B
+    std::vector<T> register_terms;      // (2 n_variables + 1) × B (complete_reduction_registers)
 
     Workspace(std::size_t n_variables, int max_states)
         : sq(B), arg(B), scaled(B), prod(B), factor(B), x0(B), x1(B), horner(B), weights(B), omega(B), chain(B),
           F(n_variables * B), dF(n_variables * B), dFb(n_variables * B), others(n_variables * B),
           theta((2 * static_cast<std::size_t>(max_states) + 1) * B), phi((static_cast<std::size_t>(max_states) + 1) * B),
-          transposed_weights(kReductionTileRows * B), beta_scale(n_variables), gather_index(B) {}
+          transposed_weights(kReductionTileRows * B), beta_scale(n_variables), gather_index(B),
+          register_terms((2 * n_variables + 1) * B) {}
 };
 
 // ----------------------------------------------------------------------------
@@ -882,6 +890,92 @@ inline T sum_of(const T* FASTFM_RESTRICT x, std::size_t count) {
     return total;
 }
 
+// Largest number of variables with a register-blocked reduction kernel.
+constexpr int kMaxRegisterVariables = 8;
+
+// The reduction for one row and a chunk of columns when every variable is
+// nominal and f = 1/u (a_1 folded into σ²): F_p, ∂F_p/∂R and β∂F_p/∂β (see
+// factor_derivatives), the products of the other factors and the weighted
+// terms, all in registers for a compile-time P — the array passes of the
+// general path cost about as much as the arithmetic.  Per column j it writes
+// the terms of Σ W σ² Q_p ∂F_p/∂R R (terms[p·B + j]), of Σ W σ² Q_p dFb_p
+// (terms[(P+p)·B + j], to be scaled by −βμ_1), of Σ W K (terms[2P·B + j]) and
+// omega[j] = Σ_p W σ² Q_p ∂F_p/∂R.  (Per-lane terms rather than an OpenMP
+// array reduction: that privatises with alloca, which GCC will not inline.)
+template <typename T, int P>
+inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                         const int32_t* FASTFM_RESTRICT states, std::size_t ld,
+                                         const T* FASTFM_RESTRICT arg, const T* FASTFM_RESTRICT wts,
+                                         std::size_t count, T* FASTFM_RESTRICT omega, T* FASTFM_RESTRICT terms) {
+    constexpr std::size_t B = Workspace<T>::B;
+    T alpha[P], c0[P], c1[P], inv_n[P], w_same[P], w_other[P];
+    int32_t row_state[P];
+    for (int p = 0; p < P; ++p) {
+        const VariablePlan<T>& var = plan.variables[p];
+        alpha[p] = var.alpha;
+        c0[p] = var.shift[0];
+        c1[p] = var.shift[1];
+        inv_n[p] = T(1) / T(var.spectrum->n_states);
+        w_same[p] = T(1) - inv_n[p];
+        w_other[p] = -inv_n[p];
+        row_state[p] = static_cast<int32_t>(v[p]);
+    }
+#pragma GCC ivdep
+    for (std::size_t j = 0; j < count; ++j) {
+        T F[P], dF_dR[P], y[P];
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+            const T s = alpha[p] * arg[j];
+            const T u0 = c0[p] + s, u1 = c1[p] + s;
+            const T inv = T(1) / (u0 * u1);
+            const T x0 = u1 * inv, x1 = u0 * inv;
+            const T w1 = states[p * ld + j] == row_state[p] ? w_same[p] : w_other[p];
+            F[p] = x0 * inv_n[p] + w1 * x1;
+            y[p] = w1 * (x1 * x1);
+            dF_dR[p] = -alpha[p] * (inv_n[p] * (x0 * x0) + y[p]);
+        }
+        T suffix[P];
+        suffix[P - 1] = T(1);
+#pragma GCC unroll 16
+        for (int p = P - 2; p >= 0; --p) suffix[p] = suffix[p + 1] * F[p + 1];
+        T running = wts[j], omega_j = T(0);  // running = W σ² Π_{q<p} F_q
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+            const T weighted_others = running * suffix[p];
+            const T dK_dR = weighted_others * dF_dR[p];
+            omega_j += dK_dR;
+            terms[p * B + j] = dK_dR * arg[j];
+            terms[(P + p) * B + j] = weighted_others * y[p];
+            running *= F[p];
+        }
+        terms[2 * P * B + j] = running;
+        omega[j] = omega_j;
+    }
+}
+
+// Dispatch on P; false when P has no register kernel.  Reached through a
+// function pointer (ReductionProblem::register_kernel): inlined into the big
+// reduction tile, GCC no longer vectorises the kernel's loop.
+template <typename T>
+bool complete_reduction_registers_any(const FMPlan<T>& plan, const int64_t* v, const int32_t* states,
+                                      std::size_t ld, const T* arg, const T* wts, std::size_t count, T* omega,
+                                      T* terms) {
+    switch (plan.n_variables()) {
+#define FASTFM_REGISTER_CASE(P) \
+    case P: complete_reduction_registers<T, P>(plan, v, states, ld, arg, wts, count, omega, terms); return true;
+        FASTFM_REGISTER_CASE(1)
+        FASTFM_REGISTER_CASE(2)
+        FASTFM_REGISTER_CASE(3)
+        FASTFM_REGISTER_CASE(4)
+        FASTFM_REGISTER_CASE(5)
+        FASTFM_REGISTER_CASE(6)
+        FASTFM_REGISTER_CASE(7)
+        FASTFM_REGISTER_CASE(8)
+#undef FASTFM_REGISTER_CASE
+        default: return false;
+    }
+}
+
 // ----------------------------------------------------------------------------
 // Problems (inputs of one call) and their tiles
 // ----------------------------------------------------------------------------
@@ -954,6 +1048,10 @@ struct ReductionProblem {
     std::size_t N = 0;
     T* omega = nullptr;    // (N, N) output when R is given
     std::vector<T>* tile_partials = nullptr;  // n_tiles × n_components
+    // All-nominal register kernel (see complete_reduction_registers_any); the
+    // bindings substitute an ISA-dispatched instantiation.
+    bool (*register_kernel)(const FMPlan<T>&, const int64_t*, const int32_t*, std::size_t, const T*, const T*,
+                            std::size_t, T*, T*) = &complete_reduction_registers_any<T>;
     std::size_t n_components() const { return plan->n_continuous + 2 * plan->n_variables() + 1; }
 };
 
@@ -974,6 +1072,8 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     T* FASTFM_RESTRICT chain = ws.chain.data();
     T* FASTFM_RESTRICT beta_scale = ws.beta_scale.data();
     const T sigma2 = plan.derivative_variance;
+    const bool register_kernel =
+        plan.all_complete_single_term && plan.n_variables() <= static_cast<std::size_t>(kMaxRegisterVariables);
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {
         const std::size_t j1 = std::min(N, j0 + B);
@@ -1003,36 +1103,48 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
                 }
             }
             const int64_t* v = pb.rows_states + a * P;
-            for (std::size_t p = 0; p < P; ++p)
-                beta_scale[p] = factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]),
-                                                   pb.cols->variable_states(p) + js, arg, count, ws.F.data() + p * B,
-                                                   ws.dF.data() + p * B, ws.dFb.data() + p * B, ws);
-            suffix_products(P, ws.F.data(), count, ws.others.data());
-            // running = W σ² Π_{q<p} F_q, so running × suffix_p = W σ² Q_p
-            for (std::size_t j = 0; j < count; ++j) {
-                omega[j] = T(0);
-                total[j] = wts[j];
-            }
-            for (std::size_t p = 0; p < P; ++p) {
-                const T* FASTFM_RESTRICT suffix = ws.others.data() + p * B;
-                const T* FASTFM_RESTRICT F = ws.F.data() + p * B;
-                const T* FASTFM_RESTRICT dF_dR = ws.dF.data() + p * B;
-                const T* FASTFM_RESTRICT dFb = ws.dFb.data() + p * B;
-                T sum_alpha = 0, sum_beta = 0;
-#pragma omp simd reduction(+ : sum_alpha, sum_beta)
-                for (std::size_t j = 0; j < count; ++j) {
-                    const T weighted_others = total[j] * suffix[j];      // W σ² Q_p
-                    const T dK_dR = weighted_others * dF_dR[j];           // through s_p = α_p R
-                    omega[j] += dK_dR;
-                    sum_alpha += dK_dR * arg[j];                          // ∂s_p/∂log α_p = α_p R
-                    sum_beta += weighted_others * dFb[j];
-                    total[j] *= F[j];
+            if (register_kernel) {
+                T* terms = ws.register_terms.data();
+                pb.register_kernel(plan, v, pb.cols->states.data() + js, pb.cols->n_points, arg, wts, count, omega,
+                                   terms);
+                for (std::size_t p = 0; p < P; ++p) {
+                    partial[Dc + p] += sum_of(terms + p * B, count);
+                    partial[Dc + P + p] -= plan.variables[p].beta_mu[1] * sum_of(terms + (P + p) * B, count);
                 }
-                partial[Dc + p] += sum_alpha;
-                partial[Dc + P + p] += beta_scale[p] * sum_beta;
+                partial[Dc + 2 * P] += sum_of(terms + 2 * P * B, count);
+            } else {
+                for (std::size_t p = 0; p < P; ++p)
+                    beta_scale[p] = factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]),
+                                                       pb.cols->variable_states(p) + js, arg, count,
+                                                       ws.F.data() + p * B, ws.dF.data() + p * B,
+                                                       ws.dFb.data() + p * B, ws);
+                suffix_products(P, ws.F.data(), count, ws.others.data());
+                // running = W σ² Π_{q<p} F_q, so running × suffix_p = W σ² Q_p
+                for (std::size_t j = 0; j < count; ++j) {
+                    omega[j] = T(0);
+                    total[j] = wts[j];
+                }
+                for (std::size_t p = 0; p < P; ++p) {
+                    const T* FASTFM_RESTRICT suffix = ws.others.data() + p * B;
+                    const T* FASTFM_RESTRICT F = ws.F.data() + p * B;
+                    const T* FASTFM_RESTRICT dF_dR = ws.dF.data() + p * B;
+                    const T* FASTFM_RESTRICT dFb = ws.dFb.data() + p * B;
+                    T sum_alpha = 0, sum_beta = 0;
+#pragma omp simd reduction(+ : sum_alpha, sum_beta)
+                    for (std::size_t j = 0; j < count; ++j) {
+                        const T weighted_others = total[j] * suffix[j];      // W σ² Q_p
+                        const T dK_dR = weighted_others * dF_dR[j];           // through s_p = α_p R
+                        omega[j] += dK_dR;
+                        sum_alpha += dK_dR * arg[j];                          // ∂s_p/∂log α_p = α_p R
+                        sum_beta += weighted_others * dFb[j];
+                        total[j] *= F[j];
+                    }
+                    partial[Dc + p] += sum_alpha;
+                    partial[Dc + P + p] += beta_scale[p] * sum_beta;
+                }
+                // ∂K/∂log σ² = K, and total = W σ² Π_q F_q now
+                partial[Dc + 2 * P] += sum_of(total, count);
             }
-            // ∂K/∂log σ² = K, and total = W σ² Π_q F_q now
-            partial[Dc + 2 * P] += sum_of(total, count);
             if (!symmetric) {
                 T* FASTFM_RESTRICT out = pb.omega + a * N + js;
                 for (std::size_t j = 0; j < count; ++j) out[j] = omega[j];
