@@ -704,14 +704,18 @@ inline void multiply_factor(const FMPlan<T>& plan, const VariablePlan<T>& var, i
                 prod[j] *= inv_n + w1 * f1;
             }
         } else if (plan.single_term) {
-            const T a1 = plan.leading;
+            // v ≠ v': F = a_1 (1/u0 − 1/u1)/n = a_1 βμ_1/(n u0 u1), exactly, without the
+            // cancellation of the difference (it loses every digit when s ≫ βμ_1).
+            // F = a x0 + b x1 + c/(u0 u1) with (a, b, c) = (1/n, 1 − 1/n, 0) or (0, 0, βμ_1/n):
+            // selecting coefficients keeps the loop vectorisable and both cases exact.
+            const T a1 = plan.leading, off_numerator = var.beta_mu[1] * inv_n;
             for (std::size_t j = 0; j < count; ++j) {
                 const T s = alpha * arg[j];
                 const T u0 = c0 + s, u1 = c1 + s;
                 const T inv = a1 / (u0 * u1);  // both reciprocals from one division
-                const T f0 = u1 * inv, f1 = u0 * inv;
-                const T w1 = states[j] == v ? w_same : w_other;
-                prod[j] *= f0 * inv_n + w1 * f1;
+                const bool same = states[j] == v;
+                const T a = same ? inv_n : T(0), b = same ? w_same : T(0), c = same ? T(0) : off_numerator;
+                prod[j] *= a * (u1 * inv) + b * (u0 * inv) + c * inv;
             }
         } else {
             T* FASTFM_RESTRICT x0 = ws.x0.data();
@@ -758,23 +762,27 @@ inline T factor_derivatives(const FMPlan<T>& plan, const VariablePlan<T>& var, i
 
     if (var.path == FactorPath::complete && plan.single_term) {
         // f = 1/u, ∂f/∂u = −1/u²;  F = x0/n + w1 x1,  ∂F/∂s = −(x0²/n + w1 x1²),
-        // β∂F/∂β = −βμ_1 w1 x1²  with w1 = P_1[v, v'] = δ_vv' − 1/n.
+        // β∂F/∂β = −βμ_1 w1 x1²  with w1 = P_1[v, v'] = δ_vv' − 1/n.  For v ≠ v' the
+        // differences are evaluated exactly (see multiply_factor): F = βμ_1/(n u0 u1),
+        // ∂F/∂s = −F (x0 + x1).
         const T inv_n = T(1) / T(spec.n_states);
-        const T c0 = var.shift[0], c1 = var.shift[1];
-        const T minus_alpha = -alpha, minus_alpha_inv_n = -alpha * inv_n;
-        // A select between two constants (rather than a multiplication by δ)
-        // lets GCC if-convert and vectorise the loop without -fno-trapping-math.
+        const T c0 = var.shift[0], c1 = var.shift[1], off_numerator = var.beta_mu[1] * inv_n;
+        // Selects between values (rather than a multiplication by δ) let GCC
+        // if-convert and vectorise the loop without -fno-trapping-math.
         const T w_same = T(1) - inv_n, w_other = -inv_n;
         for (std::size_t j = 0; j < count; ++j) {
             const T s = alpha * arg[j];
             const T u0 = c0 + s, u1 = c1 + s;
             const T inv = T(1) / (u0 * u1);  // both reciprocals from one division
             const T x0 = u1 * inv, x1 = u0 * inv;
-            const T w1 = states[j] == v ? w_same : w_other;
-            F[j] = x0 * inv_n + w1 * x1;
-            const T y = w1 * (x1 * x1);
-            dF_dR[j] = minus_alpha_inv_n * (x0 * x0) + minus_alpha * y;
-            dFb[j] = y;
+            // coefficients selected, not values: see multiply_factor
+            const bool same = states[j] == v;
+            const T w1 = same ? w_same : w_other;
+            const T a = same ? inv_n : T(0), b = same ? w_same : T(0), c = same ? T(0) : off_numerator;
+            const T x0_sq = x0 * x0, x1_sq = x1 * x1;
+            F[j] = a * x0 + b * x1 + c * inv;
+            dF_dR[j] = -alpha * (a * x0_sq + b * x1_sq + c * inv * (x0 + x1));
+            dFb[j] = w1 * x1_sq;
         }
         return -var.beta_mu[1];
     }
@@ -908,7 +916,7 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
                                          const T* FASTFM_RESTRICT arg, const T* FASTFM_RESTRICT wts,
                                          std::size_t count, T* FASTFM_RESTRICT omega, T* FASTFM_RESTRICT terms) {
     constexpr std::size_t B = Workspace<T>::B;
-    T alpha[P], c0[P], c1[P], inv_n[P], w_same[P], w_other[P];
+    T alpha[P], c0[P], c1[P], inv_n[P], w_same[P], w_other[P], off_numerator[P];
     int32_t row_state[P];
     for (int p = 0; p < P; ++p) {
         const VariablePlan<T>& var = plan.variables[p];
@@ -918,6 +926,7 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
         inv_n[p] = T(1) / T(var.spectrum->n_states);
         w_same[p] = T(1) - inv_n[p];
         w_other[p] = -inv_n[p];
+        off_numerator[p] = var.beta_mu[1] * inv_n[p];
         row_state[p] = static_cast<int32_t>(v[p]);
     }
 #pragma GCC ivdep
@@ -929,10 +938,14 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
             const T u0 = c0[p] + s, u1 = c1[p] + s;
             const T inv = T(1) / (u0 * u1);
             const T x0 = u1 * inv, x1 = u0 * inv;
-            const T w1 = states[p * ld + j] == row_state[p] ? w_same[p] : w_other[p];
-            F[p] = x0 * inv_n[p] + w1 * x1;
-            y[p] = w1 * (x1 * x1);
-            dF_dR[p] = -alpha[p] * (inv_n[p] * (x0 * x0) + y[p]);
+            // exact forms with selected coefficients, see multiply_factor / factor_derivatives
+            const bool same = states[p * ld + j] == row_state[p];
+            const T w1 = same ? w_same[p] : w_other[p];
+            const T a = same ? inv_n[p] : T(0), b = same ? w_same[p] : T(0), c = same ? T(0) : off_numerator[p];
+            const T x0_sq = x0 * x0, x1_sq = x1 * x1;
+            F[p] = a * x0 + b * x1 + c * inv;
+            y[p] = w1 * x1_sq;
+            dF_dR[p] = -alpha[p] * (a * x0_sq + b * x1_sq + c * inv * (x0 + x1));
         }
         T suffix[P];
         suffix[P - 1] = T(1);
