@@ -1,7 +1,8 @@
 """Kernel benchmarks: FM Gram and fused gradient reduction, compiled backend vs NumPy reference.
 
 Run ``python -m fastfm.bench kernels`` (options: ``--sizes``, ``--repeat``,
-``--spaces``, ``--threads``, ``--clock {wall,cpu}``, ``--statistic {median,min}``).  For each space and N it prints the median time of
+``--spaces``, ``--threads``, ``--clock {wall,cpu}``, ``--statistic {median,min}``,
+``--cross``, ``--efficiency``).  For each space and N it prints the median time of
 the full N×N ModLap Gram with the ``cpp`` backend and with the NumPy
 reference (and their ratio), and the median time of the Gram plus the fused
 gradient reduction Σ W ∘ ∂K/∂θ (what one GP marginal-likelihood gradient
@@ -23,7 +24,8 @@ from ._backends import available_backends, get_backend
 from ._backends.modulation import Modulation
 from .space import Categorical, Ordinal, Real, Space
 
-__all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "run_cross_benchmark", "main"]
+__all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "run_cross_benchmark",
+           "run_parallel_efficiency", "main"]
 
 # Hyperparameters of the benchmarked ModLap kernel: typical fitted values on
 # unit-cube inputs (the timing does not depend on them, except through overflow
@@ -198,6 +200,37 @@ def run_cross_benchmark(n_candidates=(10_000, 100_000), n_observations=200, spac
     return rows
 
 
+def run_parallel_efficiency(n_points=2000, spaces=DEFAULT_SPACES, threads=2, repeat=7, backend="cpp",
+                            file=sys.stdout):
+    """Process CPU time of the Gram and the reduction with 1 and with ``threads`` threads.
+
+    efficiency = CPU(1 thread) / CPU(all threads together): 1 means the parallel
+    code does no extra work, so that on an idle machine the wall time is the
+    1-thread time divided by ``threads × efficiency``.  Unlike wall time this
+    does not depend on other programs competing for the cores.
+    """
+    from ._config import config_context
+
+    fast = get_backend(backend)
+    all_spaces = benchmark_spaces()
+    print(f"{'space':<10} {'N':>5} {'kernel':<10} {'CPU 1 thread':>13} {f'CPU {threads} threads':>14} "
+          f"{'efficiency':>10}", file=file)
+    rows = []
+    for space_name in spaces:
+        C, D, W, args = kernel_inputs(all_spaces[space_name], n_points)
+        for label, function in (("Gram", lambda: fast.fm_gram(C, D, None, None, *args)),
+                                ("reduction", lambda: fast.fm_grad_reduction(C, D, W, *args))):
+            with config_context(num_threads=1):
+                one = time_call(function, repeat, clock="cpu")
+            with config_context(num_threads=threads):
+                many = time_call(function, repeat, clock="cpu")
+            rows.append({"space": space_name, "N": n_points, "kernel": label, "cpu_1_ms": 1e3 * one,
+                         "cpu_parallel_ms": 1e3 * many, "efficiency": one / many})
+            print(f"{space_name:<10} {n_points:>5} {label:<10} {1e3 * one:>11.1f}ms {1e3 * many:>12.1f}ms "
+                  f"{one / many:>10.2f}", file=file, flush=True)
+    return rows
+
+
 def _describe_machine():
     import os
     import platform
@@ -232,6 +265,8 @@ def main(argv=None):
                               "give no value to skip)")
     kernels.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
                          help="median of the repeats (default) or min (best of N: ~idle-machine time)")
+    kernels.add_argument("--efficiency", action="store_true",
+                         help="only measure the parallel efficiency (CPU time with 1 vs 2 threads) at the largest size")
     kernels.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                          help="wall: elapsed time (default); cpu: process CPU time, the robust single-core "
                               "figure on a busy machine when combined with --threads 1")
@@ -242,6 +277,9 @@ def main(argv=None):
     if args.backend not in available_backends():
         parser.error(f"backend {args.backend!r} is not available here (available: {available_backends()})")
     print(_describe_machine())
+    if args.efficiency:
+        run_parallel_efficiency(max(args.sizes), args.spaces, args.threads or 2, args.repeat, args.backend)
+        return 0
     settings = {} if args.threads is None else {"num_threads": args.threads}
     with config_context(**settings):
         run_kernel_benchmarks(args.sizes, args.repeat, args.spaces, not args.no_numpy, args.backend, args.clock,
