@@ -218,12 +218,21 @@ def run_parallel_efficiency(n_points=2000, spaces=DEFAULT_SPACES, threads=2, rep
     rows = []
     for space_name in spaces:
         C, D, W, args = kernel_inputs(all_spaces[space_name], n_points)
-        for label, function in (("Gram", lambda: fast.fm_gram(C, D, None, None, *args)),
-                                ("reduction", lambda: fast.fm_grad_reduction(C, D, W, *args))):
+        for label, call in (("Gram", lambda: fast.fm_gram(C, D, None, None, *args)),
+                            ("reduction", lambda: fast.fm_grad_reduction(C, D, W, *args))):
+            # The CPU time of a multi-threaded process may be counted in scheduler
+            # ticks (4 ms on some kernels): time enough calls to span ≥ 0.25 s.
             with config_context(num_threads=1):
-                one = time_call(function, repeat, clock="cpu")
+                calls = max(1, int(0.25 / max(time_call(call, 1, clock="cpu"), 1e-6)))
+
+            def function(call=call, calls=calls):
+                for _ in range(calls):
+                    call()
+
+            with config_context(num_threads=1):
+                one = time_call(function, repeat, clock="cpu") / calls
             with config_context(num_threads=threads):
-                many = time_call(function, repeat, clock="cpu")
+                many = time_call(function, repeat, clock="cpu") / calls
             rows.append({"space": space_name, "N": n_points, "kernel": label, "cpu_1_ms": 1e3 * one,
                          "cpu_parallel_ms": 1e3 * many, "efficiency": one / many})
             print(f"{space_name:<10} {n_points:>5} {label:<10} {1e3 * one:>11.1f}ms {1e3 * many:>12.1f}ms "

@@ -11,11 +11,23 @@ comes from ``fastfm.get_config()["num_threads"]`` (0 = all).  Every shape,
 dtype and state-range check happens in ``csrc/bindings.cpp`` and raises
 ``ValueError`` naming the argument.
 """
+import os
 import weakref
 
 import numpy as np
 
 from .._config import get_config
+
+# With OMP_WAIT_POLICY unset, libgomp's threads spin after every parallel
+# region.  When the cores are shared, that spinning takes the cycles the other
+# worker needs: on a loaded 2-core machine the 2000×2000 Func3C Gram took 20 ms
+# with spinning and 8 ms with sleeping workers (fastfm.bench kernels; CPU time
+# with 2 threads fell from 2× to 1× the 1-thread time).  Calls that go parallel
+# take ≥ ~1 ms (smaller ones run on one thread, see PARALLEL_MIN_TERMS), so a
+# sleeping worker's wake-up (microseconds) costs nothing measurable.  Only a
+# default: a value the user set wins, and it has no effect when another library
+# started OpenMP first (libgomp reads it once, when it is loaded).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:
     from .. import _cpp
