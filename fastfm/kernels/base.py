@@ -222,19 +222,15 @@ class Kernel:
         Row m is K(x_m, X), where x_m equals ``x`` except that discrete
         variable ``var_index[m]`` (0-based among the discrete variables) takes
         state ``new_state[m]``.  Kernels whose factors allow it (the FM family)
-        reuse the factors neighbours share; this default builds the points.
+        reuse the factors neighbours share (see :meth:`neighbour_gram_batch`).
 
         Returns
         -------
         ndarray of shape (M, N)
         """
         x = np.asarray(x, dtype=np.float64)
-        var_index = np.asarray(var_index, dtype=np.int64)
-        new_state = np.asarray(new_state, dtype=np.float64)
-        points = np.repeat(x[None, :], len(var_index), axis=0)
-        n_continuous = self.n_dims - self._n_discrete()
-        points[np.arange(len(var_index)), n_continuous + var_index] = new_state
-        return self(points, X)
+        owner = np.zeros(len(np.atleast_1d(var_index)), dtype=np.int64)
+        return self.neighbour_gram_batch(x[None, :], X, owner, var_index, new_state)
 
     def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
         """:meth:`neighbour_gram` for several base points in one call.

@@ -147,19 +147,6 @@ class FMKernel(_ModulatedKernel):
         _, D = self._split(X)
         return self._effective_variance() * self._diag_factors(D)
 
-    def neighbour_gram(self, x, X, var_index, new_state):
-        x = self._check_X(np.asarray(x, dtype=np.float64)[None, :], "x")
-        c, v = self._scaled(x)
-        C, D = self._scaled(self._check_X(X))
-        var_index = np.ascontiguousarray(var_index, dtype=np.int64)
-        new_state = np.ascontiguousarray(new_state, dtype=np.int64)
-        P = self.space.n_discrete
-        if np.any(var_index < 0) or np.any(var_index >= P):
-            raise ValueError(f"var_index must lie in [0, {P - 1}], got {var_index!r}")
-        if np.any(new_state < 0) or np.any(new_state >= self.space.n_states[var_index]):
-            raise ValueError(f"new_state holds a state index outside its variable's range: {new_state!r}")
-        return self._backend_call("fm_neighbour_gram", c[0], v[0], C, D, var_index, new_state, *self._args())
-
     def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
         C0, D0 = self._scaled(self._check_X(X0, "X0"))
         C, D = self._scaled(self._check_X(X))
