@@ -55,6 +55,14 @@ _FAILED_OBJECTIVE = 1e25
 # against scipy's default 2.2e-9 and the best optimum moves by < 0.02 nats.  maxiter bounds flat ridges.
 _LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-6}
 
+# Racing the restarts (``n_finalists``): every start first runs at most this many L-BFGS-B iterations, then
+# only the ``n_finalists`` best continue, from where they stopped, to the convergence test above.  Ten
+# iterations take a start from its random draw into the basin it will end in.  Measured on ModLap fits with
+# the BO priors (NAS-like, Func2C, Func3C, Ackley5C; N = 30, 100, 200; 2 seeds: 24 fits of 11 starts) the
+# raced optimum equalled the best of all starts run to convergence (< 0.001 nats) in 23 cases and was
+# 1.05 nats lower in one, for 40-55 % fewer likelihood evaluations (BENCHMARKS.md, "Racing the restarts").
+_SCREEN_MAXITER = 10
+
 # Step of the central differences used for ∂k(x,x)/∂c when a kernel's diagonal depends on the
 # continuous inputs (e.g. the non-stationary ModNN); the inputs live in the unit cube.
 _DIAG_FD_STEP = 1e-6
@@ -272,6 +280,11 @@ class GaussianProcessRegressor:
         returning (log p(θ), ∂ log p/∂θ), e.g. :class:`GaussianLogPrior`.
         ``fit`` then maximises log p(y|θ) + log p(θ) (MAP-II); the reported
         ``log_marginal_likelihood_value_`` excludes the prior.
+    n_finalists : int or None, default 3
+        Race the starts: each runs at most ``_SCREEN_MAXITER`` (10) L-BFGS-B
+        iterations, then only the ``n_finalists`` with the best objective
+        continue to convergence.  None runs every start to convergence
+        (twice the likelihood evaluations for, measured, the same optimum).
 
     Attributes
     ----------
@@ -302,7 +315,7 @@ class GaussianProcessRegressor:
 
     def __init__(self, kernel, space=None, optimizer="fmin_l_bfgs_b", n_restarts=10, noise=1e-4,
                  noise_bounds=(1e-6, 1.0), normalize_y=True, log_transform_y=False, random_state=None,
-                 copy_X_train=True, theta_prior=None):
+                 copy_X_train=True, theta_prior=None, n_finalists=3):
         self.kernel = kernel
         self.space = space
         self.optimizer = optimizer
@@ -314,10 +327,11 @@ class GaussianProcessRegressor:
         self.random_state = random_state
         self.copy_X_train = copy_X_train
         self.theta_prior = theta_prior
+        self.n_finalists = n_finalists
 
     # scikit-learn estimator protocol: the constructor arguments, so that sklearn.base.clone works
     _PARAM_NAMES = ("kernel", "space", "optimizer", "n_restarts", "noise", "noise_bounds", "normalize_y",
-                    "log_transform_y", "random_state", "copy_X_train", "theta_prior")
+                    "log_transform_y", "random_state", "copy_X_train", "theta_prior", "n_finalists")
 
     def get_params(self, deep=True):
         """The constructor arguments by name (``deep`` is accepted for scikit-learn compatibility)."""
@@ -413,6 +427,9 @@ class GaussianProcessRegressor:
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got optimizer={self.optimizer!r}")
         if not isinstance(self.n_restarts, numbers.Integral) or self.n_restarts < 0:
             raise ValueError(f"n_restarts must be a non-negative integer, got n_restarts={self.n_restarts!r}")
+        if self.n_finalists is not None and (not isinstance(self.n_finalists, numbers.Integral)
+                                             or self.n_finalists < 1):
+            raise ValueError(f"n_finalists must be a positive integer or None, got n_finalists={self.n_finalists!r}")
         noise = float(self.noise)
         if not (math.isfinite(noise) and noise > 0):
             raise ValueError(f"noise must be positive and finite, got noise={self.noise!r}")
@@ -544,12 +561,14 @@ class GaussianProcessRegressor:
                 else:
                     starts.extend(rng.uniform(bounds[:, 0], bounds[:, 1], size=(self.n_restarts, len(bounds))))
 
-            def run_start(start):
+            racing = self.n_finalists is not None and self.n_finalists < len(starts)
+            screen_options = dict(_LBFGSB_OPTIONS, maxiter=_SCREEN_MAXITER) if racing else _LBFGSB_OPTIONS
+
+            def run_start(start, options=screen_options):
                 # each start owns a kernel clone: the objective sets its theta
                 objective = self._objective(kernel.clone_with_theta(kernel.theta), X, y_train, n_kernel)
                 try:
-                    result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds,
-                                      options=_LBFGSB_OPTIONS)
+                    result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds, options=options)
                 except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
                     return None
                 if not (np.isfinite(result.fun) and result.fun < _FAILED_OBJECTIVE and np.all(np.isfinite(result.x))):
@@ -559,6 +578,15 @@ class GaussianProcessRegressor:
             best_theta, best_value = None, np.inf
             with _serial_blas(X.shape[0]), _restart_pool(len(starts), X.shape[0]) as run_all:
                 results = run_all(run_start, starts)
+                if racing:
+                    # the finalists: best screened objectives that stopped on the iteration cap (a start
+                    # that met the convergence test within the screen is already final)
+                    order = sorted((i for i, r in enumerate(results) if r is not None), key=lambda i: results[i].fun)
+                    finalists = [i for i in order[:self.n_finalists] if results[i].nit >= _SCREEN_MAXITER]
+                    refined = run_all(lambda i: run_start(results[i].x, _LBFGSB_OPTIONS), finalists)
+                    for i, result in zip(finalists, refined):
+                        if result is not None and result.fun <= results[i].fun:
+                            results[i] = result
             for result in results:          # in start order: the choice is deterministic
                 if result is None:
                     n_failed += 1

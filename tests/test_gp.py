@@ -127,6 +127,29 @@ def test_fit_increases_lml_and_is_deterministic():
     assert fits[0].log_marginal_likelihood(theta) == pytest.approx(fits[0].log_marginal_likelihood_value_, rel=1e-10)
 
 
+def test_racing_restarts_reach_the_full_optimum_with_fewer_evaluations(monkeypatch):
+    """n_finalists races the starts: same optimum as running every start to convergence, less work."""
+    X, y = _data(MIXED, 40, seed=3)
+    calls = []
+    original = GaussianProcessRegressor._lml
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GaussianProcessRegressor, "_lml", counted)
+    prior = ff.GaussianLogPrior(0.0, 2.0)
+    results = {}
+    for n_finalists in (None, 2):
+        calls.clear()
+        gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=6, random_state=1, theta_prior=prior,
+                                      n_finalists=n_finalists).fit(X, y)
+        objective = gp.log_marginal_likelihood_value_ + prior(gp._fitted_theta)[0]
+        results[n_finalists] = (objective, len(calls))
+    assert results[2][0] == pytest.approx(results[None][0], abs=1e-3)
+    assert results[2][1] < results[None][1]
+
+
 def test_refit_warm_starts_from_previous_optimum():
     X, y = _data(CONTINUOUS, 20, seed=6)
     gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=0).fit(X, y)
@@ -284,7 +307,7 @@ def test_bad_arguments_name_the_parameter():
     X, y = _data(CONTINUOUS, 4, seed=0)
     for kwargs, name in [({"optimizer": "adam"}, "optimizer"), ({"n_restarts": -1}, "n_restarts"),
                          ({"noise": 0.0}, "noise"), ({"noise_bounds": (1.0, 0.1)}, "noise_bounds"),
-                         ({"log_transform_y": "log10"}, "log_transform_y")]:
+                         ({"log_transform_y": "log10"}, "log_transform_y"), ({"n_finalists": 0}, "n_finalists")]:
         with pytest.raises(ValueError, match=name):
             GaussianProcessRegressor(RBF(CONTINUOUS), **kwargs).fit(X, y)
 
