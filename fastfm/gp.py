@@ -35,6 +35,7 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.lapack import dpotri
 from scipy.optimize import minimize
 
+from ._parallel import thread_map
 from .exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
 
 __all__ = ["GaussianProcessRegressor", "GaussianLogPrior", "JitterWarning"]
@@ -86,31 +87,9 @@ def _serial_blas(n):
     return threadpool_limits(limits=1, user_api="blas")
 
 
-# Restarts run in parallel threads (the kernel backends release the GIL) when there are
-# several cores and the Gram is big enough for a start to outweigh the thread overhead.
+# Restarts run in parallel threads (the kernel backends release the GIL, fastfm._parallel) when the
+# Gram is big enough for a start to outweigh the thread overhead.
 _PARALLEL_RESTART_MIN_N = 64
-
-
-@contextlib.contextmanager
-def _restart_pool(n_starts, n):
-    """Yield ``run_all(function, items) -> list`` running the L-BFGS-B starts.
-
-    With ≥ 2 cores, N ≥ ``_PARALLEL_RESTART_MIN_N`` and several starts, starts run
-    two or more at a time in threads, each kernel call single-threaded (so the
-    cores are not oversubscribed); results come back in start order.
-    """
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ._config import config_context, get_config
-
-    cores = get_config()["num_threads"] or os.cpu_count() or 1
-    workers = min(cores, n_starts)
-    if workers < 2 or n < _PARALLEL_RESTART_MIN_N:
-        yield lambda function, items: [function(item) for item in items]
-        return
-    with config_context(num_threads=1), ThreadPoolExecutor(workers) as pool:
-        yield lambda function, items: list(pool.map(function, items))
 
 
 class JitterWarning(RuntimeWarning):
@@ -576,7 +555,8 @@ class GaussianProcessRegressor:
                 return result
 
             best_theta, best_value = None, np.inf
-            with _serial_blas(X.shape[0]), _restart_pool(len(starts), X.shape[0]) as run_all:
+            with _serial_blas(X.shape[0]), \
+                    thread_map(len(starts), parallel=X.shape[0] >= _PARALLEL_RESTART_MIN_N) as run_all:
                 results = run_all(run_start, starts)
                 if racing:
                     # the finalists: best screened objectives that stopped on the iteration cap (a start

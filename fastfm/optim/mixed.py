@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
+from .._parallel import thread_map
 from ..exceptions import FastFMError
 
 __all__ = ["MixedAcquisitionOptimizer", "SearchSpaceExhaustedError", "AcquisitionResult"]
@@ -132,12 +133,23 @@ class MixedAcquisitionOptimizer:
         return S
 
     def _score(self, gp, acquisition, X):
-        """Acquisition of many points, in batches (the cross-covariance runs in the backend)."""
+        """Acquisition of many points, in batches (the cross-covariance runs in the backend).
+
+        The batches are independent, so they run in threads, one core each: the
+        cross-covariance, the triangular solve and the acquisition of a batch
+        all overlap with the other batch's (the kernel's own threading would
+        leave the solve and the acquisition serial).
+        """
         out = np.empty(X.shape[0])
-        for start in range(0, X.shape[0], self.scoring_batch):
+        starts = list(range(0, X.shape[0], self.scoring_batch))
+
+        def score_batch(start):
             block = X[start:start + self.scoring_batch]
             mu, sigma = gp.predict_standardized(block)
             out[start:start + len(block)] = acquisition(mu, sigma)[0]
+
+        with thread_map(len(starts)) as run_all:
+            run_all(score_batch, starts)
         return out
 
     def _distinct_rows(self, X, order, k):

@@ -98,6 +98,21 @@ def test_local_search_improves_on_its_starts():
     assert result.n_rounds >= 1
 
 
+def test_threaded_scoring_matches_serial_scoring():
+    """The scoring batches run in threads when there are cores: every score must be the serial one."""
+    space = ff.Space([ff.Real("u", 0, 1), ff.Categorical("h", list(range(4))), ff.Integer("k", 0, 5)])
+    gp, X, _ = _fitted_gp(space, lambda x: (x[0] - 0.3) ** 2 + 0.2 * (x[1] != 2) + 0.05 * x[2], 20, seed=5)
+    candidates = space.sample_encoded(1000, seed=6)
+    optimizer = MixedAcquisitionOptimizer(space, scoring_batch=64)
+    scores = {}
+    for threads in (1, 2):
+        with ff.config_context(num_threads=threads):
+            scores[threads] = optimizer._score(gp, _acq(gp), candidates)
+    direct = _acq(gp)(*gp.predict_standardized(candidates))[0]
+    np.testing.assert_allclose(scores[1], direct, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(scores[2], scores[1])
+
+
 def test_bad_settings_are_rejected():
     space = ff.Space([ff.Real("u", 0, 1)])
     with pytest.raises(ValueError, match="n_starts"):
