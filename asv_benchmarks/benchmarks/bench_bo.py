@@ -1,0 +1,126 @@
+"""The BO hot paths above the kernels, per backend: neighbourhood scoring (hill
+climbing), batched acquisition scoring (cross-covariance + predictive formulas
++ log-EI), a GP hyperparameter fit, and one whole suggestion (fit + acquisition
+optimisation, the quantity of issue 3's speed target).
+
+Backends are selected with ``fastfm.config_context(backend=...)``; a backend
+that is not available raises ``NotImplementedError`` in ``setup`` (asv: skipped),
+and so do the NumPy reference's largest sizes.  Data are seeded and shared with
+``python -m fastfm.bench`` (``benchmark_spaces``).
+"""
+import warnings
+
+import numpy as np
+
+import fastfm
+from fastfm._backends import available_backends
+from fastfm.acquisition import log_expected_improvement_and_grad
+from fastfm.bench import benchmark_spaces
+from fastfm.optim import MixedAcquisitionOptimizer
+
+BACKENDS = ["cpp", "numpy", "cuda"]
+_spaces = benchmark_spaces()
+
+
+def _check_backend(name, too_big_for_numpy=False):
+    if name not in available_backends():
+        raise NotImplementedError(f"backend {name!r} is not available here")
+    if name == "numpy" and too_big_for_numpy:
+        raise NotImplementedError("the NumPy reference is only timed on small problems")
+
+
+def _objective(X):
+    """A smooth mixed test function on encoded rows (cheap, deterministic)."""
+    return np.sin(3.0 * X[:, 0]) + np.cos(2.0 * X[:, -1]) + 0.1 * X.sum(axis=1)
+
+
+def _fitted_gp(space, n_observations, backend, seed=0):
+    X = space.sample_encoded(n_observations, seed=seed)
+    kernel = fastfm.kernels.ModLap(space, backend=backend)
+    gp = fastfm.GaussianProcessRegressor(kernel, optimizer=None).fit(X, _objective(X))
+    return gp, X
+
+
+class NeighbourScoring:
+    """All graph neighbours of 40 starts scored against N observations (one hill-climbing step)."""
+
+    params = (BACKENDS, ["NAS-like", "Ackley5C"], [200, 1000])
+    param_names = ["backend", "space", "n_observations"]
+    timeout = 300
+
+    def setup(self, backend, space, n):
+        _check_backend(backend, too_big_for_numpy=n > 200)
+        self.space = _spaces[space]
+        self.gp, X = _fitted_gp(self.space, n, backend)
+        self.optimizer = MixedAcquisitionOptimizer(self.space)
+        self.starts = self.space.sample_encoded(40, seed=3)
+        self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma,
+                                                                               self.gp.best_y_standardized_)
+
+    def time_hill_climb_step(self, backend, space, n):
+        self.optimizer._hill_climb_step(self.gp, self.acquisition, self.starts, np.full(40, -np.inf))
+
+
+class AcquisitionScoring:
+    """Predictive mean/std and log-EI of many random candidates against 200 observations."""
+
+    params = (BACKENDS, ["NAS-like", "Ackley5C"], [10_000, 100_000])
+    param_names = ["backend", "space", "n_candidates"]
+    timeout = 300
+
+    def setup(self, backend, space, n_candidates):
+        _check_backend(backend, too_big_for_numpy=n_candidates > 10_000)
+        self.space = _spaces[space]
+        self.gp, _ = _fitted_gp(self.space, 200, backend)
+        self.optimizer = MixedAcquisitionOptimizer(self.space)
+        self.candidates = self.space.sample_encoded(n_candidates, seed=5)
+        self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma,
+                                                                               self.gp.best_y_standardized_)
+
+    def time_score_candidates(self, backend, space, n_candidates):
+        self.optimizer._score(self.gp, self.acquisition, self.candidates)
+
+
+class GPFit:
+    """Hyperparameters by maximum marginal likelihood: 10 raced restarts, as in BO."""
+
+    params = (BACKENDS, ["NAS-like", "Func3C"], [50, 200])
+    param_names = ["backend", "space", "n_observations"]
+    timeout = 600
+    number = 1
+    repeat = 3
+
+    def setup(self, backend, space, n):
+        _check_backend(backend, too_big_for_numpy=n > 50)
+        self.space = _spaces[space]
+        self.X = self.space.sample_encoded(n, seed=1)
+        self.y = _objective(self.X)
+        self.kernel = fastfm.kernels.ModLap(self.space, backend=backend)
+
+    def time_fit(self, backend, space, n):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fastfm.GaussianProcessRegressor(self.kernel, random_state=0).fit(self.X, self.y)
+
+
+class Suggestion:
+    """One BO suggestion (GP fit with 10 restarts + SPEC §5 acquisition optimisation) at N observations."""
+
+    params = (BACKENDS, ["NAS-like"], [50, 200])
+    param_names = ["backend", "space", "n_observations"]
+    timeout = 600
+    number = 1
+    repeat = 3
+
+    def setup(self, backend, space, n):
+        _check_backend(backend, too_big_for_numpy=True)   # the NumPy reference takes minutes per suggestion
+        self.space = _spaces[space]
+        X = self.space.sample_encoded(n, seed=2)
+        self.configs = self.space.decode(X)
+        self.values = _objective(X)
+
+    def time_ask(self, backend, space, n):
+        optimizer = fastfm.Optimizer(self.space, kernel="modlap", seed=0, backend=backend)
+        for config, value in zip(self.configs, self.values):
+            optimizer.tell(config, float(value))
+        optimizer.ask()
