@@ -15,6 +15,7 @@ session; that cannot affect other tests, because only an explicit
 Helpers, spaces and tolerances are those of the C++ parity tests
 (``test_backend_parity.py``).
 """
+import io
 import os
 import subprocess
 import sys
@@ -218,6 +219,19 @@ def reference_set_gram(A, B, length_scale, nu):
     return _matern(np.sqrt(np.sum(diff ** 2, axis=-1)), nu).mean(axis=(2, 3))
 
 
+def reference_set_grad_reduction(A, W, length_scale, nu):
+    """g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k analytically: ∂k_ν/∂log ℓ_k = c_ν(r) u_k², u = (x − x')/ℓ."""
+    u = (A[:, None, :, None, :] - A[None, :, None, :, :]) / length_scale
+    r = np.sqrt(np.sum(u ** 2, axis=-1))
+    if nu == 0.5:
+        c = np.divide(np.exp(-r), r, out=np.zeros_like(r), where=r > 0)
+    else:
+        z = np.sqrt(2 * nu) * r
+        c = 3 * np.exp(-z) if nu == 1.5 else (5 / 3) * (1 + z) * np.exp(-z)
+    dK = (c[..., None] * u ** 2).mean(axis=(2, 3))               # (N, N, d)
+    return np.einsum("ab,abk->k", W, dK)
+
+
 @pytest.mark.parametrize("nu", [0.5, 1.5, 2.5])
 def test_set_gram_and_reduction(cuda_backend, nu):
     rng = np.random.default_rng(22)
@@ -236,8 +250,39 @@ def test_set_gram_and_reduction(cuda_backend, nu):
     numeric = np.array([(np.sum(W * reference_set_gram(A, A, length_scale * np.exp(step * e), nu))
                          - np.sum(W * reference_set_gram(A, A, length_scale * np.exp(-step * e), nu))) / (2 * step)
                         for e in np.eye(2)])
-    np.testing.assert_allclose(cuda_backend.set_grad_reduction(A, W, length_scale, nu), numeric, rtol=1e-6,
-                               atol=1e-9)
+    actual = cuda_backend.set_grad_reduction(A, W, length_scale, nu)
+    np.testing.assert_allclose(actual, numeric, rtol=1e-6, atol=1e-9)
+    assert_close(actual, reference_set_grad_reduction(A, W, length_scale, nu), scale=np.sum(np.abs(W)))
+
+
+class _BrokenBackend:
+    """The NumPy reference (and the set formulas above) with one function off by 1e-6 relative."""
+
+    name = "broken"
+
+    def __getattr__(self, function_name):
+        return getattr(numpy_backend, function_name)
+
+    def fm_grad_reduction(self, *args):
+        g_lengthscale, g_alpha, g_beta, g_variance = numpy_backend.fm_grad_reduction(*args)
+        return g_lengthscale, g_alpha * (1 + 1e-6), g_beta, g_variance
+
+    set_gram = staticmethod(reference_set_gram)
+    set_grad_reduction = staticmethod(reference_set_grad_reduction)
+
+
+def test_cuda_bench_fails_loudly_on_a_parity_mismatch(monkeypatch, capsys):
+    """The GPU benchmark's parity check flags exactly the wrong function and exits non-zero."""
+    from fastfm._backends import cuda_bench
+
+    failures = cuda_bench.check_parity(_BrokenBackend(), n_points=6)
+    assert failures and all("fm_grad_reduction" in failure for failure in failures), failures
+    assert len(failures) == 6                      # 2 spaces × 3 modulations
+    monkeypatch.setattr(cuda_bench, "available_backends", lambda: ["cuda", "numpy"])
+    monkeypatch.setattr(cuda_bench, "get_backend", lambda name: _BrokenBackend())
+    monkeypatch.setattr(cuda_bench, "_describe_gpu", lambda: "GPU: test double")
+    assert cuda_bench.main(["--parity-size", "6"]) == 1
+    assert "PARITY FAILED" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ errors
@@ -280,6 +325,9 @@ def test_auto_never_picks_the_simulator(cuda_backend):
     assert "cuda" in ff.available_backends()           # loads: it can be asked for explicitly
     assert _backends.resolve_backend_name("auto") in ("cpp", "numpy")
     assert not isinstance(_backends.get_backend("auto"), _backends.SizeDispatch)
+    out = io.StringIO()
+    ff.show_config(file=out)
+    assert "CUDA: Numba's CUDA simulator" in out.getvalue()
 
 
 class _FakeBackend:

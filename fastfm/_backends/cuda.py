@@ -50,7 +50,7 @@ from ..exceptions import BackendUnavailableError, InvalidValueError
 
 name = "cuda"
 
-__all__ = ["probe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_from_argument", "fm_grad_reduction",
+__all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_from_argument", "fm_grad_reduction",
            "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction"]
 
 # Cache policy (module docstring).  16 entries hold a fit's inputs (C, D, spectra-derived
@@ -107,6 +107,22 @@ def probe():
     if driver_gpu_count() == 0:
         return False, "no CUDA GPU found (the NVIDIA driver reports none); NUMBA_ENABLE_CUDASIM=1 runs the simulator"
     return True, ""
+
+
+def describe():
+    """One line on the device the backend runs on (imports numba; for show_config and benchmarks)."""
+    ok, reason = probe()
+    if not ok:
+        return f"unavailable ({reason})"
+    import numba
+    from numba import cuda
+    if simulator_requested():
+        return f"Numba's CUDA simulator (no GPU; correct but very slow), numba {numba.__version__}"
+    device = cuda.get_current_device()
+    _, total = cuda.current_context().get_memory_info()
+    device_name = device.name.decode() if isinstance(device.name, bytes) else device.name
+    return (f"{device_name}, compute capability {device.compute_capability[0]}.{device.compute_capability[1]}, "
+            f"{total / 2**30:.0f} GiB, numba {numba.__version__}")
 
 
 _kernels_module = None
