@@ -191,6 +191,23 @@ def test_training_inputs_stay_on_the_device(cuda_backend):
     assert not np.array_equal(kernel(X), K)
 
 
+def test_large_transfers_go_in_pinned_row_chunks(cuda_backend, monkeypatch):
+    """The chunked, threaded transfer path (used from 64 MB) on a tiny problem: 2-row chunks."""
+    space = SPACES["mixed"]
+    C, D = _inputs(space, N_POINTS, seed=25)
+    args = _hyper(space, 26, Modulation())
+    W = np.random.default_rng(27).standard_normal((N_POINTS, N_POINTS))
+    monkeypatch.setattr(cuda_backend, "STAGED_TRANSFER_MIN_BYTES", 0)
+    monkeypatch.setattr(cuda_backend, "STAGING_CHUNK_BYTES", 8 * N_POINTS * 2)
+    calls = []
+    original = cuda_backend._in_row_chunks
+    monkeypatch.setattr(cuda_backend, "_in_row_chunks", lambda *a: calls.append(a[0]) or original(*a))
+    assert_close(cuda_backend.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
+    assert_close(_flat(cuda_backend.fm_grad_reduction(C, D, W, *args)),
+                 _flat(numpy_backend.fm_grad_reduction(C, D, W, *args)), scale=_reduction_scales(C, D, W, args))
+    assert calls.count((N_POINTS, N_POINTS)) == 2     # the Gram's download and W's upload (C's too: threshold 0)
+
+
 def test_device_arrays_are_used_in_place(cuda_backend):
     from numba import cuda
 

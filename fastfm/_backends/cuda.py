@@ -200,7 +200,89 @@ def clear_device_cache():
 def _upload(array):
     cuda = _cuda()
     _stats["uploads"] += 1
-    return cuda.to_device(np.ascontiguousarray(array))
+    array = np.ascontiguousarray(array)
+    if _staged(array):
+        return _staged_upload(array)
+    return cuda.to_device(array)
+
+
+# ------------------------------------------------------- large transfers
+# An N×N float64 result (or W) is 0.8 GB at N = 10,000.  Measured on an H100 (PCIe 5)
+# at N = 20,000 (3.2 GB): the kernels take 11-100 ms, but copy_to_host into a new
+# array took 1150 ms: the driver copies through its own small pinned buffer and then
+# touches every page of the fresh result on one thread (np.empty + fill alone: 800 ms).
+# Into pinned memory the copy takes 58 ms.  So large transfers go in row chunks,
+# each worker thread copying between the device and its own pinned buffer on its own
+# stream, then between that buffer and the host array (numpy releases the GIL for
+# the copy), so the first touch of the fresh result's pages happens on all threads.
+STAGED_TRANSFER_MIN_BYTES = 64 * 2**20
+STAGING_CHUNK_BYTES = 32 * 2**20        # pinned memory per worker thread
+STAGING_THREADS = max(1, min(8, os.cpu_count() or 1))
+
+_staging_local = threading.local()
+_staging_pool = None
+
+
+def _staged(array):
+    """Whether a transfer of ``array`` (host or device) goes through the chunked, threaded path."""
+    shape = array.shape
+    return (len(shape) == 2 and array.dtype == np.float64 and 8 * shape[0] * shape[1] >= STAGED_TRANSFER_MIN_BYTES
+            and 8 * shape[1] <= STAGING_CHUNK_BYTES)
+
+
+def _staging_slot():
+    """This thread's (stream, pinned float64 buffer), created on first use."""
+    slot = getattr(_staging_local, "slot", None)
+    if slot is None or 8 * slot[1].size < STAGING_CHUNK_BYTES:
+        cuda = _cuda()
+        slot = (cuda.stream(), cuda.pinned_array(STAGING_CHUNK_BYTES // 8, dtype=np.float64))
+        _staging_local.slot = slot
+    return slot
+
+
+def _in_row_chunks(shape, work):
+    """Run ``work(first_row, end_row, stream, pinned (rows, columns) view)`` over row chunks on the pool."""
+    global _staging_pool
+    if _staging_pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+        _staging_pool = ThreadPoolExecutor(STAGING_THREADS, thread_name_prefix="fastfm-cuda-transfer")
+    rows, columns = shape
+    step = max(1, STAGING_CHUNK_BYTES // (8 * columns))
+
+    def run(first):
+        end = min(first + step, rows)
+        stream, buffer = _staging_slot()
+        work(first, end, stream, buffer[:(end - first) * columns].reshape(end - first, columns))
+
+    for future in [_staging_pool.submit(run, first) for first in range(0, rows, step)]:
+        future.result()
+
+
+def _staged_upload(array):
+    device = _cuda().device_array(array.shape)
+
+    def work(first, end, stream, staging):
+        np.copyto(staging, array[first:end])
+        device[first:end].copy_to_device(staging, stream=stream)
+        stream.synchronize()
+
+    _in_row_chunks(array.shape, work)
+    return device
+
+
+def _download(device_array):
+    """The host copy of a device result."""
+    if not _staged(device_array):
+        return device_array.copy_to_host()
+    result = np.empty(device_array.shape)
+
+    def work(first, end, stream, staging):
+        device_array[first:end].copy_to_host(staging, stream=stream)
+        stream.synchronize()
+        np.copyto(result[first:end], staging)
+
+    _in_row_chunks(device_array.shape, work)
+    return result
 
 
 def _on_device(array):
@@ -380,7 +462,7 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
             n_pairs = N * (N + 1) // 2
             _launch(kernels.fm_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
                     _cached(C1), _cached(D1), n_continuous, *hyper, exponent, K)
-        return K.copy_to_host()
+        return _download(K)
     M = len(D2)
     C2, _ = _continuous(C2, M, n_continuous, "C2")
     D2 = _states(D2, M, spectra, "D2")
@@ -390,7 +472,7 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
         # C1/D1 are typically a batch of candidates (new every call), C2/D2 the observations
         _launch(kernels.fm_gram_cross, grid, block, _per_call(C1), _per_call(D1), _cached(C2), _cached(D2),
                 n_continuous, *hyper, exponent, K)
-    return K.copy_to_host()
+    return _download(K)
 
 
 def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation):
@@ -409,7 +491,7 @@ def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulatio
         grid, block = _grid_2d(N, M, kernels)
         _launch(kernels.fm_gram_from_argument, grid, block, _per_call(R), _cached(D1), _cached(D2),
                 *_hyper(spectra, alphas, betas, variance, modulation), K)
-    return K.copy_to_host()
+    return _download(K)
 
 
 def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
@@ -474,7 +556,7 @@ def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, spectra, 
         _launch(kernels.fm_neighbour_gram_batch, grid, block, _per_call(C0), _per_call(D0), _cached(C), _cached(D),
                 _per_call(owner), _per_call(var_index), _per_call(new_state), n_continuous,
                 *_hyper(spectra, alphas, betas, variance, modulation), float(modulation.exponent), K)
-    return K.copy_to_host()
+    return _download(K)
 
 
 def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, variance, modulation):
@@ -529,13 +611,13 @@ def set_gram(A, B, length_scale, nu):
             n_pairs = N * (N + 1) // 2
             _launch(kernels.set_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
                     _cached(A), ell, nu_code, K)
-        return K.copy_to_host()
+        return _download(K)
     B = _sets(B, "B", A.shape[2])
     K = cuda.device_array((len(A), len(B)))
     if len(A) and len(B):
         grid, block = _grid_2d(len(A), len(B), kernels)
         _launch(kernels.set_gram_cross, grid, block, _per_call(A), _cached(B), ell, nu_code, K)
-    return K.copy_to_host()
+    return _download(K)
 
 
 def set_grad_reduction(A, W, length_scale, nu):
