@@ -61,9 +61,9 @@ def show_config(file=None):
     else:
         lines.append("OpenMP: n/a (compiled extension missing)")
     if "cuda" in available_backends():
-        from ._backends import CUDA_MIN_PAIRS, cuda
+        from ._backends import CUDA_MIN_TERMS, cuda
         lines.append(f"CUDA: {cuda.describe()}")
-        lines.append(f"  'auto' uses it from {CUDA_MIN_PAIRS:,} pairs per call"
+        lines.append(f"  'auto' uses it from {CUDA_MIN_TERMS:,} pair x eigenvalue-group terms per call"
                      + (" (never under the simulator)" if cuda.simulator_requested() else ""))
     print("\n".join(lines), file=file)
 

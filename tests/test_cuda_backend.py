@@ -358,19 +358,30 @@ def test_size_dispatch_sends_large_calls_to_the_gpu(monkeypatch):
     gpu = _FakeBackend("cuda", ["fm_gram", "fm_grad_reduction", "set_gram"])
     cpu = _FakeBackend("cpp", ["fm_gram", "fm_grad_reduction", "set_gram", "fm_cross_gradient"])
     monkeypatch.setattr(_backends, "_load", lambda name: gpu if name == "cuda" else cpu)
-    monkeypatch.setattr(_backends, "CUDA_MIN_PAIRS", 100)
+    monkeypatch.setattr(_backends, "CUDA_MIN_TERMS", 500)
     monkeypatch.setattr(_backends, "CUDA_SET_MIN_TERMS", 1000)
+    spectra = SPACES["nominal_only"].packed_spectra          # two complete graphs: 2 + 2 + 1 = 5 terms a pair
+    assert _backends._terms_per_pair(spectra) == 5
+    assert _backends._terms_per_pair(SPACES["mixed"].packed_spectra) == 1 + 6 + 3 + 2 + 4  # paths 6, 3; K3; 6-cycle
     auto = _backends.SizeDispatch(cpu)
     small, large = np.zeros((9, 1)), np.zeros((10, 1))
-    assert auto.fm_gram(None, small, None, None) == "cpp"          # 81 pairs
-    assert auto.fm_gram(None, large, None, None) == "cuda"         # 100 pairs
-    assert auto.fm_gram(None, small, None, np.zeros((12, 1))) == "cuda"
-    assert auto.fm_grad_reduction(None, None, np.zeros((10, 10))) == "cuda"
-    assert auto.set_gram(np.zeros((5, 6, 2)), None) == "cpp"       # 900 element pairs
+    assert auto.fm_gram(None, small, None, None, spectra) == "cpp"          # 81 pairs × 5 terms
+    assert auto.fm_gram(None, large, None, None, spectra) == "cuda"         # 100 × 5
+    assert auto.fm_gram(None, small, None, np.zeros((12, 1)), spectra) == "cuda"
+    assert auto.fm_grad_reduction(None, None, np.zeros((10, 10)), spectra) == "cuda"
+    assert auto.fm_grad_reduction(None, None, np.zeros((9, 9)), spectra) == "cpp"
+    assert auto.set_gram(np.zeros((5, 6, 2)), None) == "cpp"                # 900 element pairs
     assert auto.set_gram(np.zeros((5, 6, 2)), np.zeros((6, 6, 2))) == "cuda"
-    assert auto.fm_cross_gradient(None, np.zeros((100, 1)), None, np.zeros((100, 1))) == "cpp"  # GPU lacks it
+    assert auto.fm_cross_gradient(None, np.zeros((100, 1)), None, np.zeros((100, 1)), spectra) == "cpp"  # GPU lacks it
     with pytest.raises(AttributeError):
-        auto.fm_neighbour_gram_batch                               # the CPU backend lacks it: kernels fall back
+        auto.fm_neighbour_gram_batch                                        # the CPU backend lacks it: kernels fall back
+
+    def refuse(*args):
+        raise BackendUnavailableError("numba finds no usable CUDA device")
+
+    gpu.fm_gram = refuse
+    with pytest.warns(RuntimeWarning, match="could not use the GPU .numba finds no usable CUDA device"):
+        assert auto.fm_gram(None, large, None, None, spectra) == "cpp"
 
 
 def test_import_does_not_import_numba_and_cuda_needs_a_gpu_or_the_simulator():

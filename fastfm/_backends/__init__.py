@@ -12,7 +12,7 @@ must not import numba to answer).
 ``"auto"`` resolves to ``cpp`` (or ``numpy`` without the extension).  When a
 real CUDA GPU is present (never under Numba's simulator), :func:`get_backend`
 returns a :class:`SizeDispatch` over that backend instead, which sends a call
-to ``cuda`` when its problem is at least :data:`CUDA_MIN_PAIRS` pairs (or
+to ``cuda`` when its problem is at least :data:`CUDA_MIN_TERMS` pair × eigenvalue-group terms (or
 :data:`CUDA_SET_MIN_TERMS` element pairs for set kernels) and to ``cpp``
 otherwise: small calls are dominated by the launch and transfer latency.
 """
@@ -25,7 +25,7 @@ from .._config import get_config
 from ..exceptions import BackendUnavailableError
 
 __all__ = ["get_backend", "resolve_backend_name", "available_backends", "backend_function", "backend_status",
-           "SizeDispatch", "CUDA_MIN_PAIRS", "CUDA_SET_MIN_TERMS"]
+           "SizeDispatch", "CUDA_MIN_TERMS", "CUDA_SET_MIN_TERMS"]
 
 # name -> module path; order = preference for "auto"
 _REGISTRY = {
@@ -38,12 +38,14 @@ _failures = {}
 _probe_failures = {}
 _warned = set()
 
-# "auto" sends a call to the GPU from this many (a, b) pairs: below it the fixed
-# costs (launch, argument transfer, Gram download) exceed the C++ time.  A first
-# estimate (C++ does a 2000×2000 Func3C Gram in ~8 ms on 2 cores, and the GPU's
-# fixed cost is ~0.1 ms plus 8 bytes per pair over PCIe); refine it with
-# ``python -m fastfm._backends.cuda_bench`` on the target machine.
-CUDA_MIN_PAIRS = 1_000_000
+# "auto" sends an FM call to the GPU from this many pair × eigenvalue-group terms
+# (``_terms_per_pair``: 7 per pair on Func3C, 76 on NAS-like).  Below it the fixed
+# costs (launch, transfers, the result's download) exceed the C++ time.  Measured with
+# ``python -m fastfm._backends.cuda_bench`` on an H100 against C++ on 16 cores
+# (BENCHMARKS.md, "GPU backend"): NAS-like 2000×2000 (0.3e9 terms) cuda 4.9 ms vs
+# cpp 9.9 ms; Func3C 2000×2000 (0.03e9) 4.5 vs 1.6 ms, 10000×10000 (0.7e9) 52 vs 82 ms.
+# 2e8 puts the switch near N = 5300 on Func3C and N = 1600 on NAS-like.
+CUDA_MIN_TERMS = 200_000_000
 # Set kernels: element pairs NA·NB·m·m' (each costs one Matérn evaluation).
 CUDA_SET_MIN_TERMS = 10_000_000
 
@@ -128,22 +130,38 @@ def _size_dispatch(cpu_module):
     return _dispatchers[cpu_module.name]
 
 
+def _terms_per_pair(spectra):
+    """Eigenvalue-group terms one FM pair costs (2 for a complete graph, G_p otherwise), plus one."""
+    return int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
+
+
+# FM functions: (index of the argument whose length gives the rows, of the one giving the columns
+# (None: same as rows), of the spectra).  fm_grad_reduction and fm_gram_from_argument read N×M from W / R.
+_FM_SHAPES = {
+    "fm_gram": (1, 3, 4),
+    "fm_neighbour_gram_batch": (4, 3, 7),
+    "fm_neighbour_gram": (4, 3, 6),
+}
+
+
 def _work(function_name, args):
-    """(pairs, threshold) of a backend call, from its arguments (signatures of ``numpy_backend``)."""
-    if function_name == "fm_gram":
-        C1, D1, C2, D2 = args[:4]
-        return len(D1) * (len(D1) if D2 is None else len(D2)), CUDA_MIN_PAIRS
+    """(work, threshold) of a backend call, from its arguments (signatures of ``numpy_backend``).
+
+    FM functions: pairs × :func:`_terms_per_pair` against :data:`CUDA_MIN_TERMS`;
+    set functions: element pairs against :data:`CUDA_SET_MIN_TERMS`; anything else stays on the CPU.
+    """
+    if function_name in _FM_SHAPES:
+        rows, columns, spectra = _FM_SHAPES[function_name]
+        n_columns = len(args[rows]) if args[columns] is None else len(args[columns])
+        return len(args[rows]) * n_columns * _terms_per_pair(args[spectra]), CUDA_MIN_TERMS
     if function_name in ("fm_grad_reduction", "fm_gram_from_argument"):
-        return int(np.size(args[2] if function_name == "fm_grad_reduction" else args[0])), CUDA_MIN_PAIRS
-    if function_name == "fm_neighbour_gram_batch":
-        return len(args[4]) * len(args[3]), CUDA_MIN_PAIRS
-    if function_name == "fm_neighbour_gram":
-        return len(args[4]) * len(args[3]), CUDA_MIN_PAIRS
+        pairs = np.size(args[2] if function_name == "fm_grad_reduction" else args[0])
+        return int(pairs) * _terms_per_pair(args[3]), CUDA_MIN_TERMS
     if function_name in ("set_gram", "set_grad_reduction"):
         A, B = args[0], args[1]
         B = A if function_name == "set_grad_reduction" or B is None else B
         return len(A) * np.shape(A)[1] * len(B) * np.shape(B)[1], CUDA_SET_MIN_TERMS
-    return 0, 1  # anything else stays on the CPU
+    return 0, 1
 
 
 class SizeDispatch:
@@ -151,23 +169,32 @@ class SizeDispatch:
 
     It offers exactly the CPU backend's functions (so the kernels' fallbacks
     behave as without a GPU); a call goes to the GPU when :func:`_work` says
-    it is large enough and the ``cuda`` module has the function.
+    it is large enough and the ``cuda`` module has the function.  If the GPU
+    refuses the call (``BackendUnavailableError``) the CPU backend runs it,
+    with one warning per reason.
     """
 
     def __init__(self, cpu_module):
         self.cpu = cpu_module
         self.name = f"auto({cpu_module.name}/cuda)"
+        self.refusals = set()   # messages already warned about
 
     def __getattr__(self, function_name):
         cpu_function = getattr(self.cpu, function_name)   # AttributeError: the CPU backend lacks it
 
         def dispatch(*args):
-            pairs, threshold = _work(function_name, args)
-            if pairs >= threshold:
+            work, threshold = _work(function_name, args)
+            if work >= threshold:
                 gpu = _load("cuda")
                 gpu_function = getattr(gpu, function_name, None) if gpu is not None else None
                 if gpu_function is not None:
-                    return gpu_function(*args)
+                    try:
+                        return gpu_function(*args)
+                    except BackendUnavailableError as error:   # a driver numba cannot use, a size limit
+                        if str(error) not in self.refusals:
+                            self.refusals.add(str(error))
+                            warnings.warn(f"fastfm: 'auto' could not use the GPU ({error}); using "
+                                          f"{self.cpu.name} instead", RuntimeWarning, stacklevel=2)
             return cpu_function(*args)
 
         dispatch.__name__ = function_name

@@ -40,6 +40,7 @@ used in place, without a copy.
 import ctypes
 import importlib.util
 import os
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -71,8 +72,6 @@ MATERN_CODES = {0.5: 0, 1.5: 1, 2.5: 2}
 # --------------------------------------------------------------- availability
 def simulator_requested():
     """Whether Numba's CUDA simulator is (or will be) on in this process."""
-    import sys
-
     numba_config = sys.modules.get("numba.core.config")
     if numba_config is not None and "numba.cuda" in sys.modules:
         return bool(numba_config.ENABLE_CUDASIM)
@@ -80,27 +79,49 @@ def simulator_requested():
 
 
 _driver_gpu_count = None
+_numba_installed = None
 
 
 def driver_gpu_count():
-    """Number of CUDA devices the NVIDIA driver reports (0 without a driver), cached; no numba."""
+    """Number of GPUs the NVIDIA driver exposes to this process, cached; neither numba nor CUDA is initialised.
+
+    On Linux the driver lists its GPUs in /proc/driver/nvidia/gpus, which is read
+    instead of calling cuInit: initialising CUDA at ``import fastfm`` would cost
+    time and break CUDA in processes forked later (``--jobs``).  Elsewhere the
+    driver library is asked.  ``CUDA_VISIBLE_DEVICES`` set to "" or "-1" hides all.
+    """
     global _driver_gpu_count
     if _driver_gpu_count is None:
-        count = 0
-        try:
-            libcuda = ctypes.CDLL("libcuda.so.1" if os.name != "nt" else "nvcuda.dll")
-            number = ctypes.c_int(0)
-            if libcuda.cuInit(0) == 0 and libcuda.cuDeviceGetCount(ctypes.byref(number)) == 0:
-                count = number.value
-        except (OSError, AttributeError):
-            count = 0
-        _driver_gpu_count = count
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None and visible.strip() in ("", "-1"):
+            _driver_gpu_count = 0
+        elif sys.platform.startswith("linux"):
+            try:
+                _driver_gpu_count = len(os.listdir("/proc/driver/nvidia/gpus"))
+            except OSError:
+                _driver_gpu_count = 0
+        else:
+            _driver_gpu_count = _driver_library_gpu_count()
     return _driver_gpu_count
+
+
+def _driver_library_gpu_count():
+    try:
+        libcuda = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+        number = ctypes.c_int(0)
+        if libcuda.cuInit(0) == 0 and libcuda.cuDeviceGetCount(ctypes.byref(number)) == 0:
+            return number.value
+    except (OSError, AttributeError):
+        pass
+    return 0
 
 
 def probe():
     """(True, "") if this backend can run here, else (False, the reason)."""
-    if importlib.util.find_spec("numba") is None:
+    global _numba_installed
+    if _numba_installed is None:
+        _numba_installed = importlib.util.find_spec("numba") is not None
+    if not _numba_installed:
         return False, "numba is not installed (pip install 'fastfm[cuda]')"
     if simulator_requested():
         return True, ""
@@ -138,6 +159,11 @@ def _kernels():
                 ok, reason = probe()
                 if not ok:
                     raise BackendUnavailableError(f"backend 'cuda' is not available: {reason}")
+                from numba import cuda
+
+                if not cuda.is_available():
+                    raise BackendUnavailableError("backend 'cuda' is not available: numba finds no usable CUDA "
+                                                  "device (driver, toolkit or CUDA_VISIBLE_DEVICES)")
                 from . import _cuda_kernels
                 _kernels_module = _cuda_kernels
     return _kernels_module
