@@ -260,16 +260,49 @@ def pair_weight(W, a, b):
     return W[a, b] + W[b, a]
 
 
+@cuda.jit(device=True, inline=True)
+def add_pair_hyper_gradients(R, D, a, b, w, n_discrete, alphas, betas, variance, n_states, group_offsets,
+                             group_values, modes, projectors, projector_offsets, eigenvectors, eigvec_offsets,
+                             group_starts, group_sizes, kind, coefficients, F, dF_ds, dF_dlogbeta, prefix,
+                             accumulator, offset):
+    """Add w·∂K_ab/∂(log α (P), log β (P), log σ²) to accumulator[offset:]; return ∂K_ab/∂R_ab.
+
+    With Q_p = Π_{q≠p} F_q (prefix · suffix products: no division, factors may be 0):
+    ∂K/∂R = Σ_p σ² Q_p α_p ∂F_p/∂s, ∂K/∂log α_p = σ² Q_p α_p ∂F_p/∂s · R,
+    ∂K/∂log β_p = σ² Q_p β_p ∂F_p/∂β and ∂K/∂log σ² = K (as ``numpy_backend.fm_reduction_from_argument``).
+    F, dF_ds, dF_dlogbeta and prefix are the caller's per-thread scratch arrays.
+    """
+    running = 1.0
+    for p in range(n_discrete):
+        f, df, dfb = factor_derivatives(p, D[a, p], D[b, p], alphas[p] * R, betas[p], n_states, group_offsets,
+                                        group_values, modes, projectors, projector_offsets, eigenvectors,
+                                        eigvec_offsets, group_starts, group_sizes, kind, coefficients)
+        F[p] = f
+        dF_ds[p] = df
+        dF_dlogbeta[p] = dfb
+        prefix[p] = running                  # Π_{q<p} F_q
+        running *= f
+    accumulator[offset + 2 * n_discrete] += w * variance * running
+    suffix = 1.0
+    dK_dR = 0.0
+    for p in range(n_discrete - 1, -1, -1):
+        sQ = variance * prefix[p] * suffix
+        suffix *= F[p]
+        dK_dR_p = sQ * alphas[p] * dF_ds[p]
+        dK_dR += dK_dR_p
+        accumulator[offset + p] += w * dK_dR_p * R
+        accumulator[offset + n_discrete + p] += w * sQ * dF_dlogbeta[p]
+    return dK_dR
+
+
 @cuda.jit
 def fm_grad_reduction(C, D, W, n_continuous, n_discrete, alphas, betas, variance, n_states, group_offsets,
                       group_values, modes, projectors, projector_offsets, eigenvectors, eigvec_offsets, group_starts,
                       group_sizes, kind, coefficients, exponent, partials):
     """Per-block rows of Σ_ab W_ab ∂K_ab/∂ψ, ψ = (log θ (Dc), log α (P), log β (P), log σ²).
 
-    Same chain rules as ``numpy_backend.fm_grad_reduction``: with Q_p = Π_{q≠p} F_q,
-    ∂K/∂R = Σ_p σ² Q_p α_p ∂F_p/∂s, ∂K/∂log α_p = σ² Q_p α_p ∂F_p/∂s · R,
-    ∂K/∂log β_p = σ² Q_p β_p ∂F_p/∂β, ∂K/∂log σ² = K and
-    ∂K/∂log θ_d = ∂K/∂R · (t/2) d^(t−2) · (−2)(C_ad − C_bd)².
+    The hyperparameters of the factors as in :func:`add_pair_hyper_gradients`; the
+    lengthscales through R = d^t: ∂K/∂log θ_d = ∂K/∂R · (t/2) d^(t−2) · (−2)(C_ad − C_bd)².
     """
     accumulator = cuda.local.array(MAX_OUTPUTS, float64)
     F = cuda.local.array(MAX_DISCRETE, float64)
@@ -280,34 +313,15 @@ def fm_grad_reduction(C, D, W, n_continuous, n_discrete, alphas, betas, variance
     for j in range(n_outputs):
         accumulator[j] = 0.0
     N = C.shape[0]
-    n_pairs = N * (N + 1) // 2
-    for k in range(cuda.grid(1), n_pairs, cuda.gridsize(1)):
+    for k in range(cuda.grid(1), N * (N + 1) // 2, cuda.gridsize(1)):
         a, b = triangular_pair(k)
         w = pair_weight(W, a, b)
         sq = squared_distance(C, a, C, b, n_continuous)
         R = continuous_argument(sq, exponent)
-        running = 1.0
-        for p in range(n_discrete):
-            f, df, dfb = factor_derivatives(
-                p, D[a, p], D[b, p], alphas[p] * R, betas[p], n_states, group_offsets, group_values, modes,
-                projectors, projector_offsets, eigenvectors, eigvec_offsets, group_starts, group_sizes, kind,
-                coefficients)
-            F[p] = f
-            dF_ds[p] = df
-            dF_dlogbeta[p] = dfb
-            prefix[p] = running                  # Π_{q<p} F_q
-            running *= F[p]
-        accumulator[n_continuous + 2 * n_discrete] += w * variance * running
-        # Q_p = prefix · suffix products: no division, factors may be 0
-        suffix = 1.0
-        dK_dR = 0.0
-        for p in range(n_discrete - 1, -1, -1):
-            sQ = variance * prefix[p] * suffix
-            suffix *= F[p]
-            dK_dR_p = sQ * alphas[p] * dF_ds[p]
-            dK_dR += dK_dR_p
-            accumulator[n_continuous + p] += w * dK_dR_p * R
-            accumulator[n_continuous + n_discrete + p] += w * sQ * dF_dlogbeta[p]
+        dK_dR = add_pair_hyper_gradients(R, D, a, b, w, n_discrete, alphas, betas, variance, n_states,
+                                         group_offsets, group_values, modes, projectors, projector_offsets,
+                                         eigenvectors, eigvec_offsets, group_starts, group_sizes, kind, coefficients,
+                                         F, dF_ds, dF_dlogbeta, prefix, accumulator, n_continuous)
         if exponent == 2.0:
             chain = w * dK_dR
         elif sq > 0.0:
@@ -317,6 +331,33 @@ def fm_grad_reduction(C, D, W, n_continuous, n_discrete, alphas, betas, variance
         for d in range(n_continuous):
             diff = C[a, d] - C[b, d]
             accumulator[d] -= 2.0 * chain * diff * diff
+    store_block_sums(accumulator, n_outputs, partials)
+
+
+@cuda.jit
+def fm_reduction_from_argument(R, D, W, n_discrete, alphas, betas, variance, n_states, group_offsets, group_values,
+                               modes, projectors, projector_offsets, eigenvectors, eigvec_offsets, group_starts,
+                               group_sizes, kind, coefficients, partials, omega):
+    """Per-block rows of Σ_ab W_ab ∂K_ab/∂(log α, log β, log σ²) for a given argument R (N, N),
+    and omega_ab = W_ab ∂K_ab/∂R_ab (for the caller's chain rule through R, e.g. ModNN)."""
+    accumulator = cuda.local.array(MAX_OUTPUTS, float64)
+    F = cuda.local.array(MAX_DISCRETE, float64)
+    dF_ds = cuda.local.array(MAX_DISCRETE, float64)
+    dF_dlogbeta = cuda.local.array(MAX_DISCRETE, float64)
+    prefix = cuda.local.array(MAX_DISCRETE, float64)
+    n_outputs = 2 * n_discrete + 1
+    for j in range(n_outputs):
+        accumulator[j] = 0.0
+    N = R.shape[0]
+    for k in range(cuda.grid(1), N * (N + 1) // 2, cuda.gridsize(1)):
+        a, b = triangular_pair(k)
+        # R is symmetric for a symmetric Gram, so one pair serves both (a, b) and (b, a)
+        dK_dR = add_pair_hyper_gradients(R[a, b], D, a, b, pair_weight(W, a, b), n_discrete, alphas, betas,
+                                         variance, n_states, group_offsets, group_values, modes, projectors,
+                                         projector_offsets, eigenvectors, eigvec_offsets, group_starts, group_sizes,
+                                         kind, coefficients, F, dF_ds, dF_dlogbeta, prefix, accumulator, 0)
+        omega[a, b] = W[a, b] * dK_dR
+        omega[b, a] = W[b, a] * dK_dR
     store_block_sums(accumulator, n_outputs, partials)
 
 

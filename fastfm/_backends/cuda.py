@@ -51,7 +51,8 @@ from ..exceptions import BackendUnavailableError, InvalidValueError
 
 name = "cuda"
 
-__all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_from_argument", "fm_grad_reduction",
+__all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_from_argument",
+           "fm_grad_reduction", "fm_reduction_from_argument",
            "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction"]
 
 # Cache policy (module docstring).  16 entries hold a fit's inputs (C, D, spectra-derived
@@ -461,12 +462,14 @@ def _reduction_blocks(n_pairs, kernels):
     return min(limit, _blocks(n_pairs, kernels.REDUCTION_BLOCK))
 
 
-def _reduce_partials(kernels, kernel, n_pairs, n_outputs, *args):
-    """Launch a block-reduction kernel and add its per-block rows on the host, shape (n_outputs,)."""
+def _reduce_partials(kernels, kernel, n_pairs, n_outputs, *args, omega=None):
+    """Launch a block-reduction kernel and add its per-block rows on the host, shape (n_outputs,).
+
+    ``omega``: an extra output array passed after the partial sums (device array)."""
     cuda = _cuda()
     blocks = _reduction_blocks(n_pairs, kernels)
     partials = cuda.device_array((blocks, max(n_outputs, 1)))
-    _launch(kernel, blocks, kernels.REDUCTION_BLOCK, *args, partials)
+    _launch(kernel, blocks, kernels.REDUCTION_BLOCK, *args, partials, *(() if omega is None else (omega,)))
     return partials.copy_to_host().sum(axis=0)[:n_outputs]
 
 
@@ -548,6 +551,33 @@ def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
             totals[n_continuous + P:n_continuous + 2 * P], float(totals[-1]))
 
 
+def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modulation):
+    """Weighted sums of the Gram derivatives given a symmetric continuous argument R (N, N).
+
+    Returns
+    -------
+    g_alpha : (P,), g_beta : (P,), g_variance : float, omega : (N, N) W_ab ∂K_ab/∂R_ab
+    """
+    kernels = _kernels()
+    cuda = _cuda()
+    if _on_device(R) is None:
+        R = np.ascontiguousarray(R, dtype=np.float64)
+    N = R.shape[0]
+    if len(R.shape) != 2 or R.shape[1] != N:
+        raise InvalidValueError(f"R must have shape (N, N), got {R.shape}", "R", R.shape)
+    D = _states(D, N, spectra, "D")
+    W = _square(W, N, "W")
+    P = int(spectra.n_variables)
+    _check_reduction_size(0, P)
+    omega = cuda.device_array((N, N))
+    if N == 0:
+        return np.zeros(P), np.zeros(P), 0.0, np.zeros((0, 0))
+    totals = _reduce_partials(kernels, kernels.fm_reduction_from_argument, N * (N + 1) // 2, 2 * P + 1,
+                              _per_call(R), _cached(D), _per_call(W),
+                              *_hyper(spectra, alphas, betas, variance, modulation), omega=omega)
+    return totals[:P], totals[P:2 * P], float(totals[-1]), _download(omega)
+
+
 def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, spectra, alphas, betas, variance, modulation):
     """Rows k(x_m, X) of graph neighbours x_m of base points, shape (M, N).
 
@@ -590,6 +620,21 @@ def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, 
     owner = np.zeros(len(np.atleast_1d(var_index)), dtype=np.int64)
     return fm_neighbour_gram_batch(np.asarray(c, dtype=np.float64)[None, :], np.asarray(v)[None, :], C, D, owner,
                                    var_index, new_state, spectra, alphas, betas, variance, modulation)
+
+
+# Functions without a GPU kernel run on the C++ backend when it is built (without it,
+# the registry falls back to the NumPy reference, with its warning).  fm_cross_gradient
+# serves the acquisition optimiser's gradient steps: a few dozen starts × N observations,
+# too small to pay for a launch and the transfers.
+CPU_FUNCTIONS = ("fm_cross_gradient",)
+
+
+def __getattr__(function_name):
+    if function_name in CPU_FUNCTIONS:
+        from . import cpp
+        if cpp.available:
+            return getattr(cpp, function_name)
+    raise AttributeError(f"module {__name__!r} has no attribute {function_name!r}")
 
 
 # ---------------------------------------------------------------- set sums

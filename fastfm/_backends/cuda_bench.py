@@ -114,6 +114,13 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
             compare(f"{label} fm_grad_reduction", np.concatenate([np.ravel(g) for g in
                                                                   cuda.fm_grad_reduction(C, D, W, *args)]),
                     np.concatenate([np.ravel(g) for g in numpy_backend.fm_grad_reduction(C, D, W, *args)]), scale)
+            R = numpy_backend.continuous_argument(C, None, modulation.exponent)
+            actual = cuda.fm_reduction_from_argument(R, D, W, *args)
+            expected = numpy_backend.fm_reduction_from_argument(R, D, W, *args)
+            P = space.n_discrete
+            compare(f"{label} fm_reduction_from_argument", np.concatenate([np.ravel(g) for g in actual[:3]]),
+                    np.concatenate([np.ravel(g) for g in expected[:3]]), scale[-(2 * P + 1):])
+            compare(f"{label} fm_reduction_from_argument omega", actual[3], expected[3])
             owner = rng.integers(0, 3, 40)
             var_index = rng.integers(0, P, 40)
             new_state = np.array([rng.integers(0, space.n_states[p]) for p in var_index], dtype=np.int64)
