@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from _spaces import SPACES
 from test_backend_parity import EXTRA_SPACES, MODULATIONS, _hyper, _inputs, _reduction_scales, assert_close
+from test_backend_parity import modulation  # noqa: F401  (the fixture: every modulation)
 
 import fastfm as ff
 from fastfm import _backends
@@ -66,14 +67,20 @@ def cuda_space(request):
     return CUDA_SPACES[request.param]
 
 
-@pytest.fixture(params=sorted(MODULATIONS), ids=sorted(MODULATIONS))
-def modulation(request):
-    return MODULATIONS[request.param]
-
-
 def _flat(gradients):
     g_lengthscale, g_alpha, g_beta, g_variance = gradients
     return np.concatenate([g_lengthscale, g_alpha, g_beta, [g_variance]])
+
+
+def _check_gram_and_reduction(cuda_backend, seed):
+    """The cuda symmetric Gram and fused reduction against the reference on seeded "mixed" inputs."""
+    space = SPACES["mixed"]
+    C, D = _inputs(space, N_POINTS, seed=seed)
+    args = _hyper(space, seed + 1, Modulation())
+    W = np.random.default_rng(seed + 2).standard_normal((N_POINTS, N_POINTS))
+    assert_close(cuda_backend.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
+    assert_close(_flat(cuda_backend.fm_grad_reduction(C, D, W, *args)),
+                 _flat(numpy_backend.fm_grad_reduction(C, D, W, *args)), scale=_reduction_scales(C, D, W, args))
 
 
 # ------------------------------------------------------------ FM kernel parity
@@ -96,15 +103,11 @@ def test_fm_gram_and_reduction_match_numpy(cuda_backend, cuda_space, modulation)
 
 def test_eigenvector_path_matches_projector_path(cuda_backend, monkeypatch):
     """Graphs too large for a projector table sum U[v, i] U[v', i] over each group instead."""
-    space = SPACES["mixed"]
-    C, D = _inputs(space, N_POINTS, seed=5)
-    args = _hyper(space, 6, Modulation())
-    W = np.random.default_rng(7).standard_normal((N_POINTS, N_POINTS))
     monkeypatch.setattr(cuda_backend, "PROJECTOR_TABLE_MAX_ENTRIES", 0)
     monkeypatch.setattr(cuda_backend, "_tables_cache", type(cuda_backend._tables_cache)())
-    assert_close(cuda_backend.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
-    assert_close(_flat(cuda_backend.fm_grad_reduction(C, D, W, *args)),
-                 _flat(numpy_backend.fm_grad_reduction(C, D, W, *args)), scale=_reduction_scales(C, D, W, args))
+    _check_gram_and_reduction(cuda_backend, seed=5)
+    assert all(mode == cuda_backend._kernels().EIGENVECTORS
+               for mode in cuda_backend._spectral_tables(SPACES["mixed"].packed_spectra)[3].copy_to_host())
 
 
 def test_gram_from_argument_matches_numpy(cuda_backend):
@@ -222,18 +225,12 @@ def test_training_inputs_stay_on_the_device(cuda_backend):
 
 def test_large_transfers_go_in_pinned_row_chunks(cuda_backend, monkeypatch):
     """The chunked, threaded transfer path (used from 64 MB) on a tiny problem: 2-row chunks."""
-    space = SPACES["mixed"]
-    C, D = _inputs(space, N_POINTS, seed=25)
-    args = _hyper(space, 26, Modulation())
-    W = np.random.default_rng(27).standard_normal((N_POINTS, N_POINTS))
     monkeypatch.setattr(cuda_backend, "STAGED_TRANSFER_MIN_BYTES", 0)
     monkeypatch.setattr(cuda_backend, "STAGING_CHUNK_BYTES", 8 * N_POINTS * 2)
     calls = []
     original = cuda_backend._in_row_chunks
     monkeypatch.setattr(cuda_backend, "_in_row_chunks", lambda *a: calls.append(a[0]) or original(*a))
-    assert_close(cuda_backend.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
-    assert_close(_flat(cuda_backend.fm_grad_reduction(C, D, W, *args)),
-                 _flat(numpy_backend.fm_grad_reduction(C, D, W, *args)), scale=_reduction_scales(C, D, W, args))
+    _check_gram_and_reduction(cuda_backend, seed=25)
     assert calls.count((N_POINTS, N_POINTS)) == 2     # the Gram's download and W's upload (C's too: threshold 0)
 
 

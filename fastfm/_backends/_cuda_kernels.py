@@ -76,7 +76,11 @@ def continuous_argument(sq, exponent):
 
 @cuda.jit(device=True, inline=True)
 def modulation_value(kind, coefficients, lam, s, beta):
-    """f(λ, s | β): Σ_n a_n (1 + βλ + s)^(−n), or exp(−(1 + s)βλ) for diffusion."""
+    """f(λ, s | β): Σ_n a_n (1 + βλ + s)^(−n), or exp(−(1 + s)βλ) for diffusion.
+
+    Device copy of ``Modulation.value`` (device code cannot call Python); the
+    parity tests against the NumPy reference keep the two equal.
+    """
     if kind == DIFFUSION:
         return math.exp(-(1.0 + s) * beta * lam)
     inv_u = 1.0 / (1.0 + beta * lam + s)
