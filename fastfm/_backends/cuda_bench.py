@@ -5,12 +5,14 @@ Run on a machine with a CUDA GPU and numba::
     python -m fastfm._backends.cuda_bench                       # parity, then timings at N = 2000, 10000, 20000
     python -m fastfm._backends.cuda_bench --json cuda_bench.json --repeat 5
 
-1. Parity: on seeded random inputs (every modulation, the Func3C and NAS-like
-   spaces), the cuda FM Gram (symmetric and cross), fused gradient reduction,
-   Gram from a given argument, neighbour rows and set sums are compared with
-   the NumPy reference to ``PARITY_RTOL`` (relative to the largest entry, or
-   to Σ|terms| for sums).  Any mismatch prints the worst entry and the command
-   exits with status 1 before timing anything.
+1. Parity: on seeded random inputs (ModLap, a three-term family with t = 1.3
+   and diffusion with t = 0.7, on the Func3C and NAS-like spaces), the cuda FM
+   Gram (symmetric and cross), fused gradient reduction, Gram and reduction
+   from a given argument, neighbour rows and set sums are compared with the
+   NumPy reference to ``PARITY_RTOL`` (relative to the largest entry, or to
+   Σ|terms| for sums; the set reduction against finite differences).  Any
+   mismatch prints the worst entry, and the command exits with status 1
+   before timing anything.
 2. Timings (wall clock, ``--statistic`` of ``--repeat`` runs after one warm-up
    run that also compiles the kernels): the N×N ModLap Gram and Gram + reduction
    on NAS-like and Func3C (the inputs of ``python -m fastfm.bench kernels``), the
