@@ -39,7 +39,7 @@ if "cpp" not in available_backends():
 
 
 def show_config(file=None):
-    """Print the version, the backends available on this machine, OpenMP and threads."""
+    """Print the version, the backends available on this machine, OpenMP and threads, and the CUDA device."""
     import platform
     import sys
 
@@ -60,6 +60,11 @@ def show_config(file=None):
         lines.append(f"compiler: {info.get('compiler', '?')}, SIMD dispatch: {info.get('simd', '?')}")
     else:
         lines.append("OpenMP: n/a (compiled extension missing)")
+    if "cuda" in available_backends():
+        from ._backends import CUDA_MIN_TERMS, cuda
+        lines.append(f"CUDA: {cuda.describe()}")
+        lines.append(f"  'auto' uses it from {CUDA_MIN_TERMS:,} pair x eigenvalue-group terms per call"
+                     + (" (never under the simulator)" if cuda.simulator_requested() else ""))
     print("\n".join(lines), file=file)
 
 

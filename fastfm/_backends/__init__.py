@@ -3,14 +3,29 @@
 Each backend is a module exposing the same private functions as
 ``numpy_backend`` (the reference).  A backend may lack a function; the
 reference then takes over, with one warning per function.
+
+A backend module says whether it can run here with ``available`` (fixed at
+import) or with ``probe()`` (asked again on every lookup until it succeeds:
+the CUDA backend depends on the environment, e.g. the simulator switch, and
+must not import numba to answer).
+
+``"auto"`` resolves to ``cpp`` (or ``numpy`` without the extension).  When a
+real CUDA GPU is present (never under Numba's simulator), :func:`get_backend`
+returns a :class:`SizeDispatch` over that backend instead, which sends a call
+to ``cuda`` when its problem is at least :data:`CUDA_MIN_TERMS` pair × eigenvalue-group terms (or
+:data:`CUDA_SET_MIN_TERMS` element pairs for set kernels) and to ``cpp``
+otherwise: small calls are dominated by the launch and transfer latency.
 """
 import importlib
 import warnings
 
+import numpy as np
+
 from .._config import get_config
 from ..exceptions import BackendUnavailableError
 
-__all__ = ["get_backend", "resolve_backend_name", "available_backends", "backend_function", "backend_status"]
+__all__ = ["get_backend", "resolve_backend_name", "available_backends", "backend_function", "backend_status",
+           "SizeDispatch", "CUDA_MIN_TERMS", "CUDA_SET_MIN_TERMS"]
 
 # name -> module path; order = preference for "auto"
 _REGISTRY = {
@@ -20,7 +35,19 @@ _REGISTRY = {
 }
 _loaded = {}
 _failures = {}
+_probe_failures = {}
 _warned = set()
+
+# "auto" sends an FM call to the GPU from this many pair × eigenvalue-group terms
+# (``_terms_per_pair``: 7 per pair on Func3C, 76 on NAS-like).  Below it the fixed
+# costs (launch, transfers, the result's download) exceed the C++ time.  Measured with
+# ``python -m fastfm._backends.cuda_bench`` on an H100 against C++ on 16 cores
+# (BENCHMARKS.md, "GPU backend"): NAS-like 2000×2000 (0.3e9 terms) cuda 4.9 ms vs
+# cpp 9.9 ms; Func3C 2000×2000 (0.03e9) 4.5 vs 1.6 ms, 10000×10000 (0.7e9) 52 vs 82 ms.
+# 2e8 puts the switch near N = 5300 on Func3C and N = 1600 on NAS-like.
+CUDA_MIN_TERMS = 200_000_000
+# Set kernels: element pairs NA·NB·m·m' (each costs one Matérn evaluation).
+CUDA_SET_MIN_TERMS = 10_000_000
 
 
 def _load(name):
@@ -30,18 +57,30 @@ def _load(name):
         return None
     try:
         module = importlib.import_module(_REGISTRY[name])
-        if not getattr(module, "available", True):
-            raise ImportError(getattr(module, "unavailable_reason", "not available"))
     except Exception as exc:  # ImportError, or a module refusing on this machine
         _failures[name] = f"{type(exc).__name__}: {exc}"
         return None
+    probe = getattr(module, "probe", None)
+    if probe is not None:
+        ok, reason = probe()
+        if not ok:  # not cached: the answer may change (e.g. NUMBA_ENABLE_CUDASIM set later)
+            _probe_failures[name] = reason
+            return None
+    elif not getattr(module, "available", True):
+        _failures[name] = f"ImportError: {getattr(module, 'unavailable_reason', 'not available')}"
+        return None
+    _probe_failures.pop(name, None)
     _loaded[name] = module
     return module
 
 
+def _failure(name):
+    return _failures.get(name) or _probe_failures.get(name, "?")
+
+
 def backend_status():
     """{name: "available" | reason it is not} for every registered backend."""
-    return {name: ("available" if _load(name) is not None else _failures.get(name, "?")) for name in _REGISTRY}
+    return {name: ("available" if _load(name) is not None else _failure(name)) for name in _REGISTRY}
 
 
 def available_backends():
@@ -54,18 +93,112 @@ def resolve_backend_name(requested="auto"):
     if requested is None or requested == "auto":
         requested = get_config()["backend"]
     if requested == "auto":
-        # cuda is chosen per call by size (see the kernels), never blindly
+        # cuda is chosen per call by size (get_backend's SizeDispatch), never blindly
         return "cpp" if _load("cpp") is not None else "numpy"
     if requested not in _REGISTRY:
         raise ValueError(f"unknown backend {requested!r}; choose from {list(_REGISTRY)} or 'auto'")
     if _load(requested) is None:
-        raise BackendUnavailableError(f"backend {requested!r} is not available: {_failures.get(requested)}")
+        raise BackendUnavailableError(f"backend {requested!r} is not available: {_failure(requested)}")
     return requested
 
 
 def get_backend(requested="auto"):
-    """The backend module for ``requested`` ("auto", "numpy", "cpp", "cuda")."""
-    return _load(resolve_backend_name(requested))
+    """The backend module for ``requested`` ("auto", "numpy", "cpp", "cuda").
+
+    For "auto" on a machine with a CUDA GPU, a :class:`SizeDispatch` between
+    ``cuda`` and the CPU backend.
+    """
+    name = resolve_backend_name(requested)
+    module = _load(name)
+    if (requested is None or requested == "auto") and get_config()["backend"] == "auto" and _gpu_present():
+        return _size_dispatch(module)
+    return module
+
+
+def _gpu_present():
+    """A real CUDA GPU and numba, without importing numba (never true under the simulator)."""
+    from . import cuda
+    return not cuda.simulator_requested() and cuda.driver_gpu_count() > 0 and cuda.probe()[0]
+
+
+_dispatchers = {}
+
+
+def _size_dispatch(cpu_module):
+    if cpu_module.name not in _dispatchers:
+        _dispatchers[cpu_module.name] = SizeDispatch(cpu_module)
+    return _dispatchers[cpu_module.name]
+
+
+def _terms_per_pair(spectra):
+    """Eigenvalue-group terms one FM pair costs (2 for a complete graph, G_p otherwise), plus one."""
+    return int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
+
+
+# FM functions: (index of the argument whose length gives the rows, of the one giving the columns
+# (None: same as rows), of the spectra).  fm_grad_reduction and fm_gram_from_argument read N×M from W / R.
+_FM_SHAPES = {
+    "fm_gram": (1, 3, 4),
+    "fm_neighbour_gram_batch": (4, 3, 7),
+    "fm_neighbour_gram": (4, 3, 6),
+}
+
+
+def _work(function_name, args):
+    """(work, threshold) of a backend call, from its arguments (signatures of ``numpy_backend``).
+
+    FM functions: pairs × :func:`_terms_per_pair` against :data:`CUDA_MIN_TERMS`;
+    set functions: element pairs against :data:`CUDA_SET_MIN_TERMS`; anything else stays on the CPU.
+    """
+    if function_name in _FM_SHAPES:
+        rows, columns, spectra = _FM_SHAPES[function_name]
+        n_columns = len(args[rows]) if args[columns] is None else len(args[columns])
+        return len(args[rows]) * n_columns * _terms_per_pair(args[spectra]), CUDA_MIN_TERMS
+    if function_name in ("fm_grad_reduction", "fm_gram_from_argument"):
+        pairs = np.size(args[2] if function_name == "fm_grad_reduction" else args[0])
+        return int(pairs) * _terms_per_pair(args[3]), CUDA_MIN_TERMS
+    if function_name in ("set_gram", "set_grad_reduction"):
+        A, B = args[0], args[1]
+        B = A if function_name == "set_grad_reduction" or B is None else B
+        return len(A) * np.shape(A)[1] * len(B) * np.shape(B)[1], CUDA_SET_MIN_TERMS
+    return 0, 1
+
+
+class SizeDispatch:
+    """The "auto" backend on a GPU machine: ``cuda`` for large calls, the CPU backend for the rest.
+
+    It offers exactly the CPU backend's functions (so the kernels' fallbacks
+    behave as without a GPU); a call goes to the GPU when :func:`_work` says
+    it is large enough and the ``cuda`` module has the function.  If the GPU
+    refuses the call (``BackendUnavailableError``) the CPU backend runs it,
+    with one warning per reason.
+    """
+
+    def __init__(self, cpu_module):
+        self.cpu = cpu_module
+        self.name = f"auto({cpu_module.name}/cuda)"
+        self.refusals = set()   # messages already warned about
+
+    def __getattr__(self, function_name):
+        cpu_function = getattr(self.cpu, function_name)   # AttributeError: the CPU backend lacks it
+
+        def dispatch(*args):
+            work, threshold = _work(function_name, args)
+            if work >= threshold:
+                gpu = _load("cuda")
+                gpu_function = getattr(gpu, function_name, None) if gpu is not None else None
+                if gpu_function is not None:
+                    try:
+                        return gpu_function(*args)
+                    except BackendUnavailableError as error:   # a driver numba cannot use, a size limit
+                        if str(error) not in self.refusals:
+                            self.refusals.add(str(error))
+                            warnings.warn(f"fastfm: 'auto' could not use the GPU ({error}); using "
+                                          f"{self.cpu.name} instead", RuntimeWarning, stacklevel=2)
+            return cpu_function(*args)
+
+        dispatch.__name__ = function_name
+        return dispatch
 
 
 def backend_function(backend, function_name):
