@@ -24,14 +24,6 @@ from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIAN
 __all__ = ["FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel"]
 
 
-def _mean_diagonal(spectrum_values, group_sizes, n_states, modulation, beta):
-    """c_p and ∂log c_p/∂log β_p at zero continuous distance."""
-    f, _, df_dlogbeta = modulation.derivatives(spectrum_values, 0.0, beta)
-    c = np.sum(group_sizes * f) / n_states
-    dc = np.sum(group_sizes * df_dlogbeta) / n_states
-    return c, dc / c
-
-
 class _ModulatedKernel(SpaceKernel):
     """Common machinery: discrete factors modulated by a continuous argument."""
 
@@ -45,17 +37,14 @@ class _ModulatedKernel(SpaceKernel):
         return self._memo("normaliser", self._compute_normaliser)
 
     def _compute_normaliser(self):
+        # c_p = (1/n_p) Σ_g |group g| f(μ_g, 0 | β_p), all variables at once (one call per θ in a fit)
         spectra = self.space.packed_spectra
-        modulation = self._modulation
-        betas = self._betas()
-        log_c = 0.0
-        dlog_c = np.zeros(spectra.n_variables)
-        for p in range(spectra.n_variables):
-            g = slice(spectra.group_offsets[p], spectra.group_offsets[p + 1])
-            c, dlog_c[p] = _mean_diagonal(spectra.group_values[g], spectra.group_sizes[g],
-                                          spectra.n_states[p], modulation, betas[p])
-            log_c += np.log(c)
-        return np.exp(log_c), dlog_c
+        beta_per_group = np.repeat(self._betas(), np.diff(spectra.group_offsets))
+        f, _, df_dlogbeta = self._modulation.derivatives(spectra.group_values, 0.0, beta_per_group)
+        starts = spectra.group_offsets[:-1]
+        c = np.add.reduceat(spectra.group_sizes * f, starts) / spectra.n_states
+        dc = np.add.reduceat(spectra.group_sizes * df_dlogbeta, starts) / spectra.n_states
+        return float(np.exp(np.sum(np.log(c)))), dc / c
 
     def _args(self):
         """Backend arguments after the inputs: (spectra, alphas, betas, σ², modulation), memoised."""
@@ -66,17 +55,20 @@ class _ModulatedKernel(SpaceKernel):
 
     def _diag_factors(self, D):
         """Π_p F_p(v, v, s=0) for each row: the Gram diagonal divided by σ²."""
+        table = self._memo("diag_tables", self._compute_diag_tables)
+        return np.prod(table[np.arange(table.shape[0]), D], axis=1)
+
+    def _compute_diag_tables(self):
+        """F_p(v, v, 0) = Σ_i U_p[v,i]² f(λ_i, 0 | β_p), as an (n_variables, max states) table."""
         spectra = self.space.packed_spectra
         betas = self._betas()
-        out = np.ones(D.shape[0])
+        table = np.ones((spectra.n_variables, int(spectra.n_states.max(initial=1))))
         for p in range(spectra.n_variables):
             spectrum = self.space.graphs[p]
             f = self._modulation.value(spectrum.group_values, 0.0, betas[p])
-            diag = np.einsum("vi,vi,i->v", spectrum.eigenvectors, spectrum.eigenvectors,
-                             np.repeat(f, np.diff(spectrum.group_starts)))
-            out *= diag[D[:, p]]
-        return out
-
+            table[p, :spectrum.n_states] = np.einsum("vi,vi,i->v", spectrum.eigenvectors, spectrum.eigenvectors,
+                                                      np.repeat(f, np.diff(spectrum.group_starts)))
+        return table
 
 class FMKernel(_ModulatedKernel):
     """The generalised FM family of Prop. 1: f(λ, s) = Σ_n a_n (1 + βλ + α·d^t)^(−n).
