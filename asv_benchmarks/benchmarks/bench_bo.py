@@ -82,7 +82,7 @@ class AcquisitionScoring:
 
 
 class GPFit:
-    """Hyperparameters by maximum marginal likelihood: 10 raced restarts, as in BO."""
+    """Hyperparameters by maximum marginal likelihood: 10 restarts, as in BO."""
 
     params = (BACKENDS, ["NAS-like", "Func3C"], [50, 200])
     param_names = ["backend", "space", "n_observations"]
