@@ -257,3 +257,139 @@ def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, spectra, 
         K[rows] = fm_neighbour_gram(C0[s], D0[s], C, D, var_index[rows], new_state[rows], spectra, alphas, betas,
                                     variance, modulation)
     return K
+
+
+# ----------------------------------------------------------------------------------------
+# Set kernels (SPEC §4; Kim et al., BO over sets).  Shared private signatures:
+#   set_gram(A, B, length_scale, nu) -> K                 K[a,b] = 1/(m m') Σ_ij k_ν(‖(A[a,i]−B[b,j])/ℓ‖)
+#   set_grad_reduction(A, W, length_scale, nu) -> g      g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k, K = set_gram(A, A)
+# A: (NA, m, d), B: (NB, m', d) float64 or None (the symmetric Gram of A); length_scale: (d,);
+# nu ∈ {0.5, 1.5, 2.5}.  Unit amplitude: the kernel applies its variance.
+# ----------------------------------------------------------------------------------------
+MATERN_ORDERS = (0.5, 1.5, 2.5)
+
+
+def matern_profile(sq, nu=2.5):
+    """Unit-amplitude Matérn k_ν and ∂k_ν/∂(r²) as functions of the squared scaled distance r².
+
+    Parameters
+    ----------
+    sq : ndarray
+        r² ≥ 0.
+    nu : {0.5, 1.5, 2.5}
+
+    Returns
+    -------
+    value, slope : ndarrays shaped like ``sq``
+    """
+    r = np.sqrt(sq)
+    if nu == 2.5:
+        t = np.sqrt(5.0) * r
+        e = np.exp(-t)
+        return (1.0 + t + t * t / 3.0) * e, -(5.0 / 6.0) * (1.0 + t) * e
+    if nu == 1.5:
+        t = np.sqrt(3.0) * r
+        e = np.exp(-t)
+        return (1.0 + t) * e, -1.5 * e
+    if nu == 0.5:
+        e = np.exp(-r)
+        # −e^{−r}/(2r) is singular at r = 0, where every coordinate difference is 0 too
+        # (the gradient terms slope·Δ² vanish): define the slope as 0 there.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(r > 0, -0.5 * e / np.where(r > 0, r, 1.0), 0.0)
+        return e, slope
+    raise ValueError(f"nu must be one of {MATERN_ORDERS}, got nu={nu!r}")
+
+
+def _scaled_sets(A, length_scale):
+    return np.asarray(A, dtype=np.float64) / np.asarray(length_scale, dtype=np.float64)[None, None, :]
+
+
+def _row_block(a_point_set, B_flat, n_sets_B, m_B):
+    """Squared distances between the m points of one set and every point of B, shape (m, NB, m')."""
+    diff = a_point_set[:, None, :] - B_flat[None, :, :]             # (m, NB·m', d)
+    return diff, np.einsum("qpk,qpk->qp", diff, diff).reshape(a_point_set.shape[0], n_sets_B, m_B)
+
+
+def set_gram(A, B, length_scale, nu=2.5):
+    """The exact set Gram matrix, shape (NA, NB) (pairs of a symmetric Gram computed once)."""
+    SA = _scaled_sets(A, length_scale)
+    symmetric = B is None
+    SB = SA if symmetric else _scaled_sets(B, length_scale)
+    NA, m, _ = SA.shape
+    NB, mb, d = SB.shape
+    B_flat = SB.reshape(NB * mb, d)
+    K = np.empty((NA, NB))
+    for a in range(NA):
+        start = a if symmetric else 0            # symmetric: b ≥ a only, then mirror
+        _, sq = _row_block(SA[a], B_flat[start * mb:], NB - start, mb)
+        K[a, start:] = matern_profile(sq, nu)[0].sum(axis=(0, 2)) / (m * mb)
+        if symmetric:
+            K[start:, a] = K[a, start:]
+    return K
+
+
+def set_grad_reduction(A, W, length_scale, nu=2.5):
+    """g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k for K = set_gram(A, None, ℓ, ν), shape (d,).
+
+    ∂K_ab/∂log ℓ_k = (1/m²) Σ_ij ∂k_ν/∂(r²) · (−2 Δ_ijk²), Δ the scaled difference.
+    """
+    SA = _scaled_sets(A, length_scale)
+    N, m, d = SA.shape
+    W = np.asarray(W, dtype=np.float64)
+    flat = SA.reshape(N * m, d)
+    g = np.zeros(d)
+    for a in range(N):
+        diff, sq = _row_block(SA[a], flat[a * m:], N - a, m)
+        slope = matern_profile(sq, nu)[1]                                     # (m, N−a, m)
+        weights = W[a, a:] + W[a:, a]
+        weights[0] = W[a, a]                                                  # each unordered pair once
+        for k in range(d):
+            per_set = (slope * diff[:, :, k].reshape(m, N - a, m) ** 2).sum(axis=(0, 2))
+            g[k] += weights @ per_set
+    return -2.0 / (m * m) * g
+
+
+def set_gram_gradient(A, length_scale, nu=2.5):
+    """(K (N, N), dK (N, N, d)) with dK[..., k] = ∂K/∂log ℓ_k (for tests and ``eval_gradient``)."""
+    SA = _scaled_sets(A, length_scale)
+    N, m, d = SA.shape
+    flat = SA.reshape(N * m, d)
+    K = np.empty((N, N))
+    dK = np.empty((N, N, d))
+    for a in range(N):
+        diff, sq = _row_block(SA[a], flat, N, m)
+        value, slope = matern_profile(sq, nu)
+        K[a] = value.sum(axis=(0, 2)) / (m * m)
+        for k in range(d):
+            dK[a, :, k] = -2.0 * (slope * diff[:, :, k].reshape(m, N, m) ** 2).sum(axis=(0, 2)) / (m * m)
+    return K, dK
+
+
+def set_diag(A, length_scale, nu=2.5):
+    """K_set(A[a], A[a]) for every set, shape (NA,), in O(NA m² d)."""
+    SA = _scaled_sets(A, length_scale)
+    diff = SA[:, :, None, :] - SA[:, None, :, :]
+    return matern_profile(np.einsum("aijk,aijk->aij", diff, diff), nu)[0].mean(axis=(1, 2))
+
+
+def set_cross_gradient(A, B, length_scale, nu=2.5):
+    """K (NA, NB) and dK (NA, NB, m, d) with dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k].
+
+    ∂K_ab/∂A_aik = 1/(m m') Σ_j ∂k_ν/∂(r²) · 2 Δ_ijk / ℓ_k (Δ the scaled difference).
+    """
+    length_scale = np.asarray(length_scale, dtype=np.float64)
+    SA, SB = _scaled_sets(A, length_scale), _scaled_sets(B, length_scale)
+    NA, m, d = SA.shape
+    NB, mb, _ = SB.shape
+    B_flat = SB.reshape(NB * mb, d)
+    K = np.empty((NA, NB))
+    dK = np.empty((NA, NB, m, d))
+    for a in range(NA):
+        diff, sq = _row_block(SA[a], B_flat, NB, mb)
+        value, slope = matern_profile(sq, nu)
+        K[a] = value.sum(axis=(0, 2)) / (m * mb)
+        for k in range(d):
+            dK[a, :, :, k] = (2.0 / (m * mb * length_scale[k])
+                              * (slope * diff[:, :, k].reshape(m, NB, mb)).sum(axis=2)).T
+    return K, dK
