@@ -313,6 +313,10 @@ def _row_block(a_point_set, B_flat, n_sets_B, m_B):
 
 def set_gram(A, B, length_scale, nu=2.5):
     """The exact set Gram matrix, shape (NA, NB) (pairs of a symmetric Gram computed once)."""
+    if B is not None and len(B) < len(A):
+        # one Python iteration per row: loop over the shorter side (BO scores many candidates
+        # against few observations)
+        return set_gram(B, A, length_scale, nu).T.copy()
     SA = _scaled_sets(A, length_scale)
     symmetric = B is None
     SB = SA if symmetric else _scaled_sets(B, length_scale)

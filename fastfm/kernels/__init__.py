@@ -3,14 +3,14 @@ from .base import Hyperparameter, Kernel, Product, Sum
 from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
 from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
-from .sets import SetKernel, SubspaceKernel, set_space_kernel
+from .sets import SetKernel, SpaceProduct, SubspaceKernel, set_space_kernel
 
 __all__ = [
     "Kernel", "Hyperparameter", "Sum", "Product",
     "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
     "RBF", "Matern52",
-    "SetKernel", "SubspaceKernel", "set_space_kernel",
+    "SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
     "make_kernel",
 ]
 

@@ -32,7 +32,7 @@ from ..exceptions import InvalidConfigError, InvalidValueError, SpaceDefinitionE
 from ._space_kernel import LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS
 from .base import Kernel, Product
 
-__all__ = ["SetKernel", "SubspaceKernel", "set_space_kernel", "subsample_sets", "draw_subsample"]
+__all__ = ["SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel", "subsample_sets", "draw_subsample"]
 
 
 def draw_subsample(seed, n_points, dim, n_subsample):
@@ -381,5 +381,14 @@ def set_space_kernel(kernel_name, space, backend="auto", **kwargs):
         factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, backend=backend))
     kernel = factors[0]
     for factor in factors[1:]:
-        kernel = Product(kernel, factor)
+        kernel = SpaceProduct(kernel, factor, space)
     return kernel
+
+
+class SpaceProduct(Product):
+    """k1 · k2 on the encoded arrays of ``space``, exposing ``space`` like every space kernel does
+    (the GP reads it to tell continuous columns from discrete ones)."""
+
+    def __init__(self, k1, k2, space):
+        super().__init__(k1, k2)
+        self.space = space

@@ -109,8 +109,9 @@ class Set(Parameter):
         outside = (points < self.low - slack) | (points > self.high + slack)
         if outside.any():
             i, k = np.argwhere(outside)[0]
-            raise OutOfBoundsError(f"parameter {self.name!r}: point {i} coordinate {k} = {points[i, k]!r} is outside "
-                                   f"[{self.low[k]!r}, {self.high[k]!r}]", self.name, points[i, k])
+            value = float(points[i, k])
+            raise OutOfBoundsError(f"parameter {self.name!r}: point {i} coordinate {k} = {value!r} is outside "
+                                   f"[{float(self.low[k])!r}, {float(self.high[k])!r}]", self.name, value)
         codes = (np.clip(points, self.low, self.high) - self.low) / (self.high - self.low)
         return self.canonical_codes(codes)[0]
 
