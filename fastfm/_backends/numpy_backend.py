@@ -269,7 +269,7 @@ def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, spectra, 
 MATERN_ORDERS = (0.5, 1.5, 2.5)
 
 
-def matern_profile(sq, nu=2.5):
+def matern_profile(sq, nu=2.5, with_slope=True):
     """Unit-amplitude Matérn k_ν and ∂k_ν/∂(r²) as functions of the squared scaled distance r².
 
     Parameters
@@ -277,38 +277,42 @@ def matern_profile(sq, nu=2.5):
     sq : ndarray
         r² ≥ 0.
     nu : {0.5, 1.5, 2.5}
+    with_slope : bool
+        Also return the slope (otherwise ``slope`` is None).
 
     Returns
     -------
     value, slope : ndarrays shaped like ``sq``
     """
+    if nu not in MATERN_ORDERS:
+        raise ValueError(f"nu must be one of {MATERN_ORDERS}, got nu={nu!r}")
     r = np.sqrt(sq)
-    if nu == 2.5:
-        t = np.sqrt(5.0) * r
-        e = np.exp(-t)
-        return (1.0 + t + t * t / 3.0) * e, -(5.0 / 6.0) * (1.0 + t) * e
-    if nu == 1.5:
-        t = np.sqrt(3.0) * r
-        e = np.exp(-t)
-        return (1.0 + t) * e, -1.5 * e
     if nu == 0.5:
         e = np.exp(-r)
+        if not with_slope:
+            return e, None
         # −e^{−r}/(2r) is singular at r = 0, where every coordinate difference is 0 too
         # (the gradient terms slope·Δ² vanish): define the slope as 0 there.
         with np.errstate(divide="ignore", invalid="ignore"):
-            slope = np.where(r > 0, -0.5 * e / np.where(r > 0, r, 1.0), 0.0)
-        return e, slope
-    raise ValueError(f"nu must be one of {MATERN_ORDERS}, got nu={nu!r}")
+            return e, np.where(r > 0, -0.5 * e / np.where(r > 0, r, 1.0), 0.0)
+    t = r * np.sqrt(2.0 * nu)                      # √5 r or √3 r
+    e = np.exp(-t)
+    if nu == 2.5:
+        value = (1.0 + t + t * t / 3.0) * e
+        return value, (-(5.0 / 6.0) * (1.0 + t) * e if with_slope else None)
+    return (1.0 + t) * e, (-1.5 * e if with_slope else None)
 
 
 def _scaled_sets(A, length_scale):
     return np.asarray(A, dtype=np.float64) / np.asarray(length_scale, dtype=np.float64)[None, None, :]
 
 
-def _row_block(a_point_set, B_flat, n_sets_B, m_B):
-    """Squared distances between the m points of one set and every point of B, shape (m, NB, m')."""
-    diff = a_point_set[:, None, :] - B_flat[None, :, :]             # (m, NB·m', d)
-    return diff, np.einsum("qpk,qpk->qp", diff, diff).reshape(a_point_set.shape[0], n_sets_B, m_B)
+def _squared_distances(P, Q):
+    """Squared distances between the rows of P (m, d) and Q (n, d), shape (m, n), one coordinate at a time."""
+    sq = np.zeros((P.shape[0], Q.shape[0]))
+    for k in range(P.shape[1]):
+        sq += np.subtract.outer(P[:, k], Q[:, k]) ** 2
+    return sq
 
 
 def set_gram(A, B, length_scale, nu=2.5):
@@ -326,11 +330,19 @@ def set_gram(A, B, length_scale, nu=2.5):
     K = np.empty((NA, NB))
     for a in range(NA):
         start = a if symmetric else 0            # symmetric: b ≥ a only, then mirror
-        _, sq = _row_block(SA[a], B_flat[start * mb:], NB - start, mb)
-        K[a, start:] = matern_profile(sq, nu)[0].sum(axis=(0, 2)) / (m * mb)
+        sq = _squared_distances(SA[a], B_flat[start * mb:])                  # (m, (NB − start)·m')
+        K[a, start:] = matern_profile(sq, nu, False)[0].reshape(m, NB - start, mb).sum(axis=(0, 2)) / (m * mb)
         if symmetric:
             K[start:, a] = K[a, start:]
     return K
+
+
+def _slope_weighted_squares(P, Q, nu, n_sets):
+    """Σ_ij slope(r²_ij) Δ_ijk² per set of Q and coordinate k, shape (n_sets, d); Q holds n_sets sets."""
+    slope = matern_profile(_squared_distances(P, Q), nu)[1]
+    m, d = P.shape
+    return np.stack([(slope * np.subtract.outer(P[:, k], Q[:, k]) ** 2).reshape(m, n_sets, -1).sum(axis=(0, 2))
+                     for k in range(d)], axis=1)
 
 
 def set_grad_reduction(A, W, length_scale, nu=2.5):
@@ -344,13 +356,9 @@ def set_grad_reduction(A, W, length_scale, nu=2.5):
     flat = SA.reshape(N * m, d)
     g = np.zeros(d)
     for a in range(N):
-        diff, sq = _row_block(SA[a], flat[a * m:], N - a, m)
-        slope = matern_profile(sq, nu)[1]                                     # (m, N−a, m)
         weights = W[a, a:] + W[a:, a]
         weights[0] = W[a, a]                                                  # each unordered pair once
-        for k in range(d):
-            per_set = (slope * diff[:, :, k].reshape(m, N - a, m) ** 2).sum(axis=(0, 2))
-            g[k] += weights @ per_set
+        g += weights @ _slope_weighted_squares(SA[a], flat[a * m:], nu, N - a)
     return -2.0 / (m * m) * g
 
 
@@ -362,19 +370,18 @@ def set_gram_gradient(A, length_scale, nu=2.5):
     K = np.empty((N, N))
     dK = np.empty((N, N, d))
     for a in range(N):
-        diff, sq = _row_block(SA[a], flat, N, m)
-        value, slope = matern_profile(sq, nu)
-        K[a] = value.sum(axis=(0, 2)) / (m * m)
-        for k in range(d):
-            dK[a, :, k] = -2.0 * (slope * diff[:, :, k].reshape(m, N, m) ** 2).sum(axis=(0, 2)) / (m * m)
+        K[a] = matern_profile(_squared_distances(SA[a], flat), nu, False)[0].reshape(m, N, m).sum(axis=(0, 2)) / (m * m)
+        dK[a] = -2.0 / (m * m) * _slope_weighted_squares(SA[a], flat, nu, N)
     return K, dK
 
 
 def set_diag(A, length_scale, nu=2.5):
     """K_set(A[a], A[a]) for every set, shape (NA,), in O(NA m² d)."""
     SA = _scaled_sets(A, length_scale)
-    diff = SA[:, :, None, :] - SA[:, None, :, :]
-    return matern_profile(np.einsum("aijk,aijk->aij", diff, diff), nu)[0].mean(axis=(1, 2))
+    sq = np.zeros(SA.shape[:2] + SA.shape[1:2])
+    for k in range(SA.shape[2]):
+        sq += (SA[:, :, None, k] - SA[:, None, :, k]) ** 2
+    return matern_profile(sq, nu, False)[0].mean(axis=(1, 2))
 
 
 def set_cross_gradient(A, B, length_scale, nu=2.5):
@@ -390,10 +397,9 @@ def set_cross_gradient(A, B, length_scale, nu=2.5):
     K = np.empty((NA, NB))
     dK = np.empty((NA, NB, m, d))
     for a in range(NA):
-        diff, sq = _row_block(SA[a], B_flat, NB, mb)
-        value, slope = matern_profile(sq, nu)
-        K[a] = value.sum(axis=(0, 2)) / (m * mb)
+        value, slope = matern_profile(_squared_distances(SA[a], B_flat), nu)
+        K[a] = value.reshape(m, NB, mb).sum(axis=(0, 2)) / (m * mb)
         for k in range(d):
-            dK[a, :, :, k] = (2.0 / (m * mb * length_scale[k])
-                              * (slope * diff[:, :, k].reshape(m, NB, mb)).sum(axis=2)).T
+            diff = np.subtract.outer(SA[a, :, k], B_flat[:, k])
+            dK[a, :, :, k] = (2.0 / (m * mb * length_scale[k]) * (slope * diff).reshape(m, NB, mb).sum(axis=2)).T
     return K, dK
