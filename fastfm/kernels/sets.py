@@ -355,15 +355,16 @@ class SubspaceKernel(Kernel):
         return f"SubspaceKernel({self.kernel!r})"
 
 
-def set_space_kernel(kernel_name, space, backend="auto", **kwargs):
+def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, **kwargs):
     """The default kernel of a space with ``Set`` parameters: a PRODUCT of factors.
 
         k(x, x') = k_rest(rest, rest') · Π_sets K_set(S, S')
 
     k_rest is the named kernel ("modlap", "matern52", ...) on the other parameters
     (Matern52 when they have no discrete variable and an FM kernel was named); each
-    Set gets a ``SetKernel`` (Matérn 5/2 inner kernel, exact).  Only the first
-    factor keeps a free variance: the others' are fixed at 1 (one amplitude).
+    Set gets a ``SetKernel`` (Matérn 5/2 inner kernel; exact, or K̂ on ``n_subsample``
+    points drawn from ``seed``).  Only the first factor keeps a free variance: the
+    others' are fixed at 1 (one amplitude).  ``kwargs`` go to the named kernel.
     """
     from . import make_kernel
     from ..space import Space
@@ -378,7 +379,8 @@ def set_space_kernel(kernel_name, space, backend="auto", **kwargs):
         factors.append(SubspaceKernel(make_kernel(name, sub, backend=backend, **kwargs), space))
     for p in space.set_params:
         fixed = "fixed" if factors else VARIANCE_BOUNDS
-        factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, backend=backend))
+        factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, n_subsample=n_subsample,
+                                 seed=seed, backend=backend))
     kernel = factors[0]
     for factor in factors[1:]:
         kernel = SpaceProduct(kernel, factor, space)
