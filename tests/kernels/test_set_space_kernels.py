@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import fastfm as ff
+from kernels.test_kernel_contract import _finite_difference_of_weighted_sum
 from fastfm.kernels import SetKernel, SpaceProduct, make_kernel
 
 SET_SPACES = {
@@ -63,13 +64,7 @@ def test_gradient_reduction_matches_finite_differences(set_space, backend, rng):
     X = set_space.sample_encoded(15, seed=5)
     W = rng.normal(size=(15, 15))
     reduction = kernel.gradient_reduction(X, W)
-    fd = []
-    for j in range(kernel.theta.size):
-        up, down = kernel.theta.copy(), kernel.theta.copy()
-        up[j] += 1e-6
-        down[j] -= 1e-6
-        fd.append((np.sum(W * kernel.clone_with_theta(up)(X)) - np.sum(W * kernel.clone_with_theta(down)(X))) / 2e-6)
-    fd = np.array(fd)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
     np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
     K, dK = kernel(X, eval_gradient=True)
     np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())

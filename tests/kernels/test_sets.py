@@ -2,6 +2,7 @@
 C++ backend against the NumPy reference."""
 import numpy as np
 import pytest
+from kernels.test_kernel_contract import _finite_difference_of_weighted_sum
 from test_backend_parity import assert_close
 
 import fastfm as ff
@@ -149,16 +150,6 @@ def test_subsample_variance_decreases_with_the_subset_size(rng):
 
 
 # ---------------------------------------------------------------------------- gradients
-def _fd_weighted_sum(kernel, X, W, eps=1e-6):
-    out = []
-    for j in range(kernel.theta.size):
-        up, down = kernel.theta.copy(), kernel.theta.copy()
-        up[j] += eps
-        down[j] -= eps
-        out.append((np.sum(W * kernel.clone_with_theta(up)(X)) - np.sum(W * kernel.clone_with_theta(down)(X))) / (2 * eps))
-    return np.array(out)
-
-
 @pytest.mark.parametrize("lengthscale", [0.4, [0.3, 0.8, 0.5]])
 @pytest.mark.parametrize("nu", NUS)
 @pytest.mark.parametrize("n_subsample", [None, 4])
@@ -167,7 +158,7 @@ def test_gradient_reduction_matches_finite_differences(backend, lengthscale, nu,
     kernel = SetKernel(lengthscale=lengthscale, nu=nu, variance=0.8, n_subsample=n_subsample, seed=2, backend=backend)
     W = rng.normal(size=(9, 9))
     reduction = kernel.gradient_reduction(X, W)
-    fd = _fd_weighted_sum(kernel, X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
     np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
     K, dK = kernel(X, eval_gradient=True)
     np.testing.assert_allclose(K, kernel(X), rtol=1e-12)
