@@ -17,7 +17,6 @@ import numpy as np
 def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwargs):
     from . import minimize
     from .benchmarks import get_problem
-
     from .benchmarks.sets import run_set_method
 
     problem = get_problem(problem_name, **problem_kwargs)
