@@ -1,8 +1,9 @@
 """The search space: an ordered set of parameters and the config <-> array codec.
 
 Encoded layout (float64, shape (n_points, n_continuous + n_discrete)):
-the unit-scaled continuous columns first, in declaration order, then one
-column of integer state indices per discrete variable, in declaration order.
+the unit-scaled continuous columns first, in declaration order (a ``Set`` takes
+n_points·dim of them, point after point), then one column of integer state
+indices per discrete variable, in declaration order.
 Nothing below ``Space`` sees a config dict.
 """
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ class Space:
     Parameters
     ----------
     parameters : sequence of Parameter
-        ``Real``, ``Integer``, ``Ordinal``, ``Categorical`` and ``Graph``
+        ``Real``, ``Integer``, ``Ordinal``, ``Categorical``, ``Graph`` and ``Set``
         instances with distinct names.
 
     Examples
