@@ -547,14 +547,17 @@ py::array_t<double> set_gram(const py::object& A_obj, const py::object& B_obj, c
     return K;
 }
 
-py::array_t<double> set_grad_reduction(const py::object& A_obj, const py::object& W_obj, const py::object& ls_obj,
-                                       double nu, int num_threads) {
+// (g (d,), Σ_ab W_ab K_ab): one pass gives both (set.hpp, set_grad_reduction).
+std::pair<py::array_t<double>, double> set_grad_reduction_and_weighted_gram(const py::object& A_obj,
+                                                                           const py::object& W_obj,
+                                                                           const py::object& ls_obj, double nu,
+                                                                           int num_threads) {
     DoubleArray A = sets_array(A_obj, "A");
     const py::ssize_t N = A.shape(0);
     DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
     DoubleArray ls = length_scale_array(ls_obj, A.shape(2));
     const int code = nu_code(nu);
-    py::array_t<double> g(A.shape(2));
+    py::array_t<double> g(A.shape(2) + 1);
     double* out = g.mutable_data();
     {
         py::gil_scoped_release release;
@@ -565,7 +568,13 @@ py::array_t<double> set_grad_reduction(const py::object& A_obj, const py::object
             fastfm_dispatch::set_reduction_row_f64(code, SA, w, a, ws);
         });
     }
-    return g;
+    const double weighted_gram = out[A.shape(2)];
+    return {py::array_t<double>(A.shape(2), out), weighted_gram};
+}
+
+py::array_t<double> set_grad_reduction(const py::object& A_obj, const py::object& W_obj, const py::object& ls_obj,
+                                       double nu, int num_threads) {
+    return set_grad_reduction_and_weighted_gram(A_obj, W_obj, ls_obj, nu, num_threads).first;
 }
 
 }  // namespace set_bindings
@@ -648,5 +657,8 @@ PYBIND11_MODULE(_cpp, m) {
     m.def("set_grad_reduction", &set_bindings::set_grad_reduction, py::arg("A"), py::arg("W"),
           py::arg("length_scale"), py::arg("nu") = 2.5, py::arg("num_threads") = 0,
           "g (d,): g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k for K = set_gram(A, None, ℓ, ν).");
+    m.def("set_grad_reduction_and_weighted_gram", &set_bindings::set_grad_reduction_and_weighted_gram,
+          py::arg("A"), py::arg("W"), py::arg("length_scale"), py::arg("nu") = 2.5, py::arg("num_threads") = 0,
+          "(g (d,), Σ_ab W_ab K_ab) from one pass over the pairs.");
     // ---- Set kernels.  End. ---------------------------------------------------------
 }

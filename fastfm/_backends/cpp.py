@@ -141,3 +141,11 @@ def set_grad_reduction(A, W, length_scale, nu=2.5):
     """g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k (see ``numpy_backend.set_grad_reduction``), shape (d,)."""
     N, m = np.shape(A)[:2]
     return _cpp.set_grad_reduction(A, W, length_scale, float(nu), _set_threads(N * (N + 1) // 2 * m * m))
+
+
+def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
+    """(set_grad_reduction(A, W, ℓ, ν), Σ_ab W_ab K_ab) from one pass over the pairs (an extra of
+    this backend: the kernel's variance gradient needs Σ W ∘ K, and the pass shares sqrt and exp)."""
+    N, m = np.shape(A)[:2]
+    return _cpp.set_grad_reduction_and_weighted_gram(A, W, length_scale, float(nu),
+                                                     _set_threads(N * (N + 1) // 2 * m * m))

@@ -412,3 +412,24 @@ def set_cross_gradient(A, B, length_scale, nu=2.5):
             diff = np.subtract.outer(SA[a, :, k], B_flat[:, k])
             dK[a, :, :, k] = (2.0 / (m * mb * length_scale[k]) * (slope * diff).reshape(m, NB, mb).sum(axis=2)).T
     return K, dK
+
+
+def set_diag_gradient(A, length_scale, nu=2.5):
+    """K_set(A[a], A[a]) and its derivatives, for the normalised set kernel.
+
+    Returns
+    -------
+    diag : (NA,)
+    ddiag_dloglength : (NA, d), ∂diag_a/∂log ℓ_k = (1/m²) Σ_ij slope_ij (−2 Δ_ijk²)
+    ddiag_dpoints : (NA, m, d), ∂diag_a/∂A[a, i, k] = (4/m²) Σ_j slope_ij Δ_ijk / ℓ_k
+        (each point enters the double sum twice)
+    """
+    length_scale = np.asarray(length_scale, dtype=np.float64)
+    SA = _scaled_sets(A, length_scale)
+    m = SA.shape[1]
+    diff = SA[:, :, None, :] - SA[:, None, :, :]                              # (NA, m, m, d)
+    value, slope = matern_profile(np.sum(diff * diff, axis=3), nu)
+    diag = value.mean(axis=(1, 2))
+    d_loglength = -2.0 / (m * m) * np.einsum("aij,aijk->ak", slope, diff * diff)
+    d_points = 4.0 / (m * m) * np.einsum("aij,aijk->aik", slope, diff) / length_scale[None, None, :]
+    return diag, d_loglength, d_points

@@ -97,6 +97,10 @@ class SetKernel(Kernel):
         that Set's columns (unit-scaled coordinates); without, it takes arrays
         of shape (N, m, dim) (2-d arrays (N, m·dim) are read point after point
         when ``dim`` is known from an ARD lengthscale).
+    normalize : bool, default False
+        Use K(X, X') / √(K(X, X) K(X', X')) (unit diagonal; still PSD and permutation
+        invariant).  The plain K_set gives a set whose points coincide up to m times the
+        prior variance of a spread-out one, which expected improvement then chases.
     backend : {"auto", "numpy", "cpp", "cuda"}
 
     Examples
@@ -112,7 +116,7 @@ class SetKernel(Kernel):
 
     def __init__(self, lengthscale=0.5, nu=2.5, variance=1.0, n_subsample=None, seed=None,
                  lengthscale_bounds=LENGTHSCALE_BOUNDS, variance_bounds=VARIANCE_BOUNDS, space=None, parameter=None,
-                 backend="auto"):
+                 normalize=False, backend="auto"):
         if nu not in numpy_backend.MATERN_ORDERS:
             raise InvalidValueError(f"nu must be one of {numpy_backend.MATERN_ORDERS}, got nu={nu!r}", "nu", nu)
         if n_subsample is not None and (not isinstance(n_subsample, (int, np.integer)) or isinstance(n_subsample, bool)
@@ -123,6 +127,7 @@ class SetKernel(Kernel):
         self.nu = nu
         self.variance = variance
         self.n_subsample = n_subsample
+        self.normalize = bool(normalize)
         self.seed = int(np.random.SeedSequence().entropy % (1 << 63)) if seed is None else seed
         self.lengthscale_bounds = lengthscale_bounds
         self.variance_bounds = variance_bounds
@@ -191,7 +196,7 @@ class SetKernel(Kernel):
         return [("lengthscale", int(np.size(self.lengthscale))), ("variance", 1)]
 
     def _static_key(self):
-        return (self.nu, self.n_subsample, self.seed)
+        return (self.nu, self.n_subsample, self.seed, self.normalize)
 
     def clone_with_seed(self, seed):
         """A copy whose K̂ uses a new draw of the projection and positions."""
@@ -203,16 +208,26 @@ class SetKernel(Kernel):
     def _backend_call(self, name, *args):
         return backend_function(get_backend(self.backend), name)(*args)
 
+    def _diagonal(self, A, with_gradient=False):
+        """K_set(A[a], A[a]) (unit amplitude), with its derivatives when asked (numpy: O(N m² d))."""
+        ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
+        return numpy_backend.set_diag_gradient(A, ls, nu) if with_gradient else numpy_backend.set_diag(A, ls, nu)
+
     def _gram(self, X, Y):
         A = self._subsets(self._sets(X))[0]
         d = self._dim_of(A)
         B = None if Y is None else self._subsets(self._sets(Y))[0]
         K = self._backend_call("set_gram", A, B, self._lengthscales(d), float(self.nu))
+        if self.normalize:
+            diag_A = self._diagonal(A)
+            K = K / np.sqrt(np.outer(diag_A, diag_A if B is None else self._diagonal(B)))
         return float(self.variance) * K
 
     def _diag(self, X):
         A = self._subsets(self._sets(X))[0]
-        return float(self.variance) * numpy_backend.set_diag(A, self._lengthscales(self._dim_of(A)), float(self.nu))
+        if self.normalize:
+            return np.full(len(A), float(self.variance))
+        return float(self.variance) * self._diagonal(A)
 
     def _reduce_lengthscale(self, per_dim):
         """∂/∂log ℓ per coordinate → per hyperparameter element (isotropic: summed)."""
@@ -223,14 +238,35 @@ class SetKernel(Kernel):
         d = self._dim_of(A)
         ls = self._lengthscales(d)
         variance = float(self.variance)
-        g_ls = variance * np.asarray(self._backend_call("set_grad_reduction", A, W, ls, float(self.nu)))
-        K = self._backend_call("set_gram", A, None, ls, float(self.nu))
-        return np.concatenate([self._reduce_lengthscale(g_ls), [variance * np.sum(W * K)]])
+        if self.normalize:
+            # K_n = S ∘ K with S_ab = (δ_a δ_b)^(−1/2), δ the raw diagonal:
+            # Σ W ∘ ∂K_n = Σ (W ∘ S) ∘ ∂K − Σ_a r_a ∂log δ_a, r_a = Σ_b ½(W + Wᵀ)_ab K_n,ab
+            diag, d_diag, _ = self._diagonal(A, with_gradient=True)
+            S = 1.0 / np.sqrt(np.outer(diag, diag))
+            K_n = S * self._backend_call("set_gram", A, None, ls, float(self.nu))
+            r = np.sum(0.5 * (W + W.T) * K_n, axis=1)
+            g_ls = np.asarray(self._backend_call("set_grad_reduction", A, W * S, ls, float(self.nu)))
+            g_ls = g_ls - r @ (d_diag / diag[:, None])
+            weighted_gram = np.sum(W * K_n)
+        else:
+            fused = getattr(get_backend(self.backend), "set_grad_reduction_and_weighted_gram", None)
+            if fused is not None:       # one pass for both (the cpp backend)
+                g_ls, weighted_gram = fused(A, W, ls, float(self.nu))
+            else:
+                g_ls = self._backend_call("set_grad_reduction", A, W, ls, float(self.nu))
+                weighted_gram = np.sum(W * self._backend_call("set_gram", A, None, ls, float(self.nu)))
+        return np.concatenate([self._reduce_lengthscale(variance * np.asarray(g_ls)), [variance * weighted_gram]])
 
     def _full_gradient(self, X):
         A = self._subsets(self._sets(X))[0]
         d = self._dim_of(A)
         K, dK_ls = numpy_backend.set_gram_gradient(A, self._lengthscales(d), float(self.nu))
+        if self.normalize:
+            diag, d_diag, _ = self._diagonal(A, with_gradient=True)
+            K = K / np.sqrt(np.outer(diag, diag))
+            log_grad = d_diag / diag[:, None]
+            dK_ls = (dK_ls / np.sqrt(np.outer(diag, diag))[:, :, None]
+                     - 0.5 * K[:, :, None] * (log_grad[:, None, :] + log_grad[None, :, :]))
         variance = float(self.variance)
         if np.size(self.lengthscale) == 1:
             dK_ls = dK_ls.sum(axis=2, keepdims=True)
@@ -242,6 +278,12 @@ class SetKernel(Kernel):
         B = self._subsets(self._sets(X2))[0]
         d = self._dim_of(A)
         K, dK_sub = numpy_backend.set_cross_gradient(A, B, self._lengthscales(d), float(self.nu))
+        if self.normalize:
+            diag_A, _, d_diag_points = self._diagonal(A, with_gradient=True)
+            S = 1.0 / np.sqrt(np.outer(diag_A, self._diagonal(B)))
+            K = S * K
+            dK_sub = (S[:, :, None, None] * dK_sub
+                      - 0.5 * K[:, :, None, None] * (d_diag_points / diag_A[:, None, None])[:, None, :, :])
         # points left out of the subset do not move K̂ (the sort is piecewise constant)
         M, N = K.shape
         dK_points = np.zeros((M, N) + sets1.shape[1:])

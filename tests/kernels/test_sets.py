@@ -195,8 +195,12 @@ def test_cpp_matches_numpy_reference(cpp, nu, shape, rng):
     # rounding bound of the reduction: Σ_ab |W_ab| |∂K_ab/∂log ℓ_k|
     _, dK = numpy_backend.set_gram_gradient(A, ls, nu)
     scale = np.sum(np.abs(W[:, :, None] * dK), axis=(0, 1))
-    assert_close(cpp.set_grad_reduction(A, W, ls, nu), numpy_backend.set_grad_reduction(A, W, ls, nu), scale=scale,
-                 err_msg="gradient reduction")
+    reference = numpy_backend.set_grad_reduction(A, W, ls, nu)
+    assert_close(cpp.set_grad_reduction(A, W, ls, nu), reference, scale=scale, err_msg="gradient reduction")
+    g, weighted_gram = cpp.set_grad_reduction_and_weighted_gram(A, W, ls, nu)
+    K = numpy_backend.set_gram(A, None, ls, nu)
+    assert_close(g, reference, scale=scale, err_msg="fused gradient reduction")
+    assert_close(weighted_gram, np.sum(W * K), scale=np.sum(np.abs(W * K)), err_msg="fused Σ W ∘ K")
 
 
 def test_cpp_parallel_equals_serial(cpp, rng):
@@ -236,3 +240,35 @@ def test_bad_arguments_raise_typed_errors(rng):
         SetKernel(lengthscale=[1.0, 1.0, 1.0])(rng.random((3, 4, 2)))
     with pytest.raises(ff.InvalidValueError, match="X holds non-finite"):
         SetKernel()(np.full((2, 3, 2), np.nan))
+
+
+# ---------------------------------------------------------------------------- normalised kernel
+@pytest.mark.parametrize("n_subsample", [None, 3])
+def test_normalised_kernel_contract(backend, n_subsample, rng):
+    X, Y = random_sets(rng, 30, 5, 2), rng.random((4, 5, 2))
+    kernel = SetKernel(lengthscale=[0.3, 0.6], variance=1.4, n_subsample=n_subsample, seed=1, normalize=True,
+                       backend=backend)
+    K = kernel(X)
+    raw = SetKernel(lengthscale=[0.3, 0.6], n_subsample=n_subsample, seed=1, backend="numpy")
+    expected = raw(X) / np.sqrt(np.outer(raw.diag(X), raw.diag(X)))
+    np.testing.assert_allclose(K, 1.4 * expected, rtol=1e-12)
+    np.testing.assert_allclose(kernel.diag(X), np.full(30, 1.4))
+    np.testing.assert_allclose(np.diag(K), np.full(30, 1.4), rtol=1e-12)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    np.testing.assert_allclose(kernel(X, Y), kernel(np.concatenate([X, Y]))[:30, 30:], rtol=1e-12)
+    # gradients: fused reduction, eval_gradient and the input gradient against finite differences
+    W = rng.normal(size=(30, 30))
+    reduction = kernel.gradient_reduction(X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    _, dK = kernel(X, eval_gradient=True)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
+    X1 = X[:3]
+    K1, dK1 = kernel.gram_and_input_gradient(X1, Y)
+    flat = X1.reshape(3, -1)
+    for c in range(flat.shape[1]):
+        up, down = flat.copy(), flat.copy()
+        up[:, c] += 1e-6
+        down[:, c] -= 1e-6
+        fd_input = (kernel(up.reshape(X1.shape), Y) - kernel(down.reshape(X1.shape), Y)) / 2e-6
+        np.testing.assert_allclose(dK1[:, :, c], fd_input, rtol=1e-5, atol=1e-8)

@@ -94,6 +94,26 @@ struct Matern {
             return exp_nonpositive(-r);
         }
     }
+    // value(s), with slope(s) written to `slope_out`: one sqrt and one exp for both
+    static inline T value_and_slope(T s, T& slope_out) {
+        const T r = std::sqrt(s);
+        if constexpr (Nu == MaternOrder::FiveHalves) {
+            const T t = T(2.23606797749978969641) * r;
+            const T e = exp_nonpositive(-t);
+            slope_out = T(-5.0 / 6.0) * (T(1) + t) * e;
+            return (T(1) + t + t * t * T(1.0 / 3.0)) * e;
+        } else if constexpr (Nu == MaternOrder::ThreeHalves) {
+            const T t = T(1.73205080756887729353) * r;
+            const T e = exp_nonpositive(-t);
+            slope_out = T(-1.5) * e;
+            return (T(1) + t) * e;
+        } else {
+            const T e = exp_nonpositive(-r);
+            const T safe_r = r > T(0) ? r : T(1);
+            slope_out = r > T(0) ? T(-0.5) * e / safe_r : T(0);
+            return e;
+        }
+    }
     static inline T slope(T s) {
         const T r = std::sqrt(s);
         if constexpr (Nu == MaternOrder::FiveHalves) {
@@ -138,8 +158,8 @@ template <typename T>
 struct SetWorkspace {
     std::vector<T> sq;       // (chunk,) squared distances
     std::vector<T> acc;      // (chunk,) Σ_i k(x_i, y_q), or Σ_i slope·Δ_k² for k = 0..d-1 (d·chunk)
-    std::vector<T> partial;  // (d,) gradient partial sums of this thread
-    SetWorkspace(std::size_t chunk, std::size_t d) : sq(chunk), acc(chunk * std::max<std::size_t>(d, 1)), partial(d) {}
+    std::vector<T> partial;  // (d + 1,) this thread's gradient partial sums, then Σ w K
+    SetWorkspace(std::size_t chunk, std::size_t d) : sq(chunk), acc(chunk * (d + 1)), partial(d + 1) {}
 };
 
 // sq[q] = Σ_k (x_k − Y_k[q])² for q in [0, count); Y_k = columns + k·ld.
@@ -198,7 +218,9 @@ void set_gram_row(const ScaledSets<T>& A, const ScaledSets<T>& B, std::size_t a,
 }
 
 // One row's share of the gradient reduction: adds Σ_{b ≥ a} w_ab Σ_ij slope(s_ij) Δ_ijk² into
-// ws.partial[k], with w_ab = W_ab + W_ba (W_aa on the diagonal): every unordered pair once.
+// ws.partial[k], with w_ab = W_ab + W_ba (W_aa on the diagonal): every unordered pair once;
+// and Σ_{b ≥ a} w_ab Σ_ij k(s_ij) into ws.partial[d] (the variance gradient needs Σ W ∘ K, and
+// the value costs one multiply-add more once sqrt and exp are shared with the slope).
 template <typename T, MaternOrder Nu>
 void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWorkspace<T>& ws) {
     const std::size_t N = A.n_sets, m = A.m, d = A.d, ld = A.n_points();
@@ -209,13 +231,18 @@ void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWor
     for (std::size_t b0 = a; b0 < N; b0 += sets_per_chunk) {
         const std::size_t n_sets = std::min(sets_per_chunk, N - b0);
         const std::size_t first = b0 * m, count = n_sets * m;
-        std::fill(acc, acc + d * stride, T(0));
+        std::fill(acc, acc + (d + 1) * stride, T(0));
+        T* FASTFM_RESTRICT acc_value = acc + d * stride;
         for (std::size_t i = 0; i < m; ++i) {
             const T* x = A.point(a, i);
             squared_distances(x, A.columns.data(), ld, d, first, count, sq);
             // sq[q] becomes the slope; the Δ_k² are recomputed per k (cheap, and no d·chunk buffer)
 #pragma omp simd
-            for (std::size_t q = 0; q < count; ++q) sq[q] = Matern<T, Nu>::slope(sq[q]);
+            for (std::size_t q = 0; q < count; ++q) {
+                T slope;
+                acc_value[q] += Matern<T, Nu>::value_and_slope(sq[q], slope);
+                sq[q] = slope;
+            }
             for (std::size_t k = 0; k < d; ++k) {
                 const T xk = x[k];
                 const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
@@ -230,7 +257,7 @@ void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWor
         for (std::size_t s = 0; s < n_sets; ++s) {
             const std::size_t b = b0 + s;
             const T w = b == a ? W[a * N + a] : W[a * N + b] + W[b * N + a];
-            for (std::size_t k = 0; k < d; ++k) {
+            for (std::size_t k = 0; k <= d; ++k) {
                 T sum = T(0);
                 for (std::size_t j = 0; j < m; ++j) sum += acc[k * stride + s * m + j];
                 ws.partial[k] += w * sum;
@@ -256,12 +283,13 @@ void set_gram(const ScaledSets<T>& A, const ScaledSets<T>& B, bool symmetric, T*
 }
 
 // g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k for K = set_gram(A, A), with
-// ∂K_ab/∂log ℓ_k = −2/m² Σ_ij slope(s_ij) Δ_ijk²  (Δ already divided by ℓ).
+// ∂K_ab/∂log ℓ_k = −2/m² Σ_ij slope(s_ij) Δ_ijk²  (Δ already divided by ℓ), for k < d;
+// g[d] = Σ_ab W_ab K_ab.  g has d + 1 entries.
 // row(ws, a) is set_reduction_row (or an ISA-dispatched copy).
 template <typename T, typename Row>
 void set_grad_reduction(const ScaledSets<T>& A, T* g, int n_threads, Row row) {
     const std::size_t N = A.n_sets, m = A.m, d = A.d;
-    std::vector<T> total(d, T(0));
+    std::vector<T> total(d + 1, T(0));
 #ifdef _OPENMP
     const int threads = static_cast<int>(
         std::min<std::size_t>(static_cast<std::size_t>(resolve_threads(n_threads)), std::max<std::size_t>(N, 1)));
@@ -278,10 +306,11 @@ void set_grad_reduction(const ScaledSets<T>& A, T* g, int n_threads, Row row) {
 #ifdef _OPENMP
 #pragma omp critical(fastfm_set_reduction)
 #endif
-        for (std::size_t k = 0; k < d; ++k) total[k] += ws.partial[k];
+        for (std::size_t k = 0; k <= d; ++k) total[k] += ws.partial[k];
     }
     const T scale = T(-2) / (T(m) * T(m));
     for (std::size_t k = 0; k < d; ++k) g[k] = scale * total[k];
+    g[d] = total[d] / (T(m) * T(m));
 }
 
 }  // namespace fastfm
