@@ -397,7 +397,7 @@ class SubspaceKernel(Kernel):
         return f"SubspaceKernel({self.kernel!r})"
 
 
-def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, **kwargs):
+def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, normalize=False, **kwargs):
     """The default kernel of a space with ``Set`` parameters: a PRODUCT of factors.
 
         k(x, x') = k_rest(rest, rest') · Π_sets K_set(S, S')
@@ -405,8 +405,9 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
     k_rest is the named kernel ("modlap", "matern52", ...) on the other parameters
     (Matern52 when they have no discrete variable and an FM kernel was named); each
     Set gets a ``SetKernel`` (Matérn 5/2 inner kernel; exact, or K̂ on ``n_subsample``
-    points drawn from ``seed``).  Only the first factor keeps a free variance: the
-    others' are fixed at 1 (one amplitude).  ``kwargs`` go to the named kernel.
+    points drawn from ``seed``; ``normalize``: see ``SetKernel``).  Only the first factor
+    keeps a free variance: the others' are fixed at 1 (one amplitude).  ``kwargs`` go to
+    the named kernel.
     """
     from . import make_kernel
     from ..space import Space
@@ -422,7 +423,7 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
     for p in space.set_params:
         fixed = "fixed" if factors else VARIANCE_BOUNDS
         factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, n_subsample=n_subsample,
-                                 seed=seed, backend=backend))
+                                 seed=seed, normalize=normalize, backend=backend))
     kernel = factors[0]
     for factor in factors[1:]:
         kernel = SpaceProduct(kernel, factor, space)
