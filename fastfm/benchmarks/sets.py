@@ -30,7 +30,8 @@ Baselines of the set benchmark (``python -m fastfm bench setcoverage --kernel ..
 see :func:`run_set_method`): ``set`` (BO with the exact set kernel), ``set-L<L>``
 (BO with the approximation K̂ on L < m points), ``vector`` (BO with a Matérn 5/2
 kernel on the m·d coordinates as an ordered vector: a space of m·d Reals, no
-canonical order), ``random`` (random search) and, for k-means, ``kmeans++`` (the
+canonical order), ``set-norm`` (BO with the normalised set kernel, ``SetKernel(normalize=True)``),
+``random`` (random search) and, for k-means, ``kmeans++`` (the
 best of ``budget`` k-means++ initialisations, scored like any other init).
 """
 import re
@@ -43,7 +44,7 @@ from .base import Problem
 __all__ = ["SetCoverage", "SetChamfer", "KMeansInit", "run_set_method", "SET_METHODS"]
 
 #: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
-SET_METHODS = ("set", "set-L<L>", "vector", "random", "kmeans++")
+SET_METHODS = ("set", "set-L<L>", "set-norm", "vector", "random", "kmeans++")
 
 
 class _SetProblem(Problem):
@@ -168,7 +169,7 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
     ----------
     problem : SetCoverage, SetChamfer or KMeansInit
     method : str
-        "set", "set-L<L>" (e.g. "set-L2"), "vector", "random" or "kmeans++" (KMeansInit only).
+        "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "vector", "random" or "kmeans++" (KMeansInit only).
     budget, n_init, seed : int
 
     Returns
@@ -201,6 +202,8 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
     match = re.fullmatch(r"set-L(\d+)", method)
     if match:
         kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed)
+    elif method == "set-norm":
+        kernel = set_space_kernel("matern52", problem.space, normalize=True)
     elif method in ("set", "random"):
         kernel = "matern52" if method == "set" else "random"
     else:

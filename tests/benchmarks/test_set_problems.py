@@ -43,7 +43,7 @@ def test_problems_are_registered():
         assert isinstance(get_problem(name), cls)
 
 
-@pytest.mark.parametrize("method", ["set", "set-L2", "vector", "random"])
+@pytest.mark.parametrize("method", ["set", "set-L2", "set-norm", "vector", "random"])
 def test_every_baseline_runs_and_records_the_budget(method):
     problem = SetCoverage()
     result = run_set_method(problem, method, budget=6, n_init=4, seed=0)
