@@ -27,10 +27,11 @@ order of its points) and has several modes.
   centre).  Optimum unknown; needs scikit-learn (``pip install fastfm[bench]``).
 
 Baselines of the set benchmark (``python -m fastfm bench setcoverage --kernel ...``,
-see :func:`run_set_method`): ``set`` (BO with the exact set kernel), ``set-L<L>``
+see :func:`run_set_method`): ``set`` (BO with the exact set kernel K_set of SPEC §4), ``set-L<L>``
 (BO with the approximation K̂ on L < m points), ``vector`` (BO with a Matérn 5/2
 kernel on the m·d coordinates as an ordered vector: a space of m·d Reals, no
-canonical order), ``set-norm`` (BO with the normalised set kernel, ``SetKernel(normalize=True)``),
+canonical order), ``set-norm`` (BO with the normalised set kernel, ``SetKernel(normalize=True)``:
+the default kernel of a space with a ``Set``),
 ``random`` (random search) and, for k-means, ``kmeans++`` (the
 best of ``budget`` k-means++ initialisations, scored like any other init).
 """
@@ -201,11 +202,12 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
                         progress=progress)
     match = re.fullmatch(r"set-L(\d+)", method)
     if match:
-        kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed)
-    elif method == "set-norm":
-        kernel = set_space_kernel("matern52", problem.space, normalize=True)
-    elif method in ("set", "random"):
-        kernel = "matern52" if method == "set" else "random"
+        kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed,
+                                  normalize=False)
+    elif method in ("set", "set-norm"):     # "set-norm" is the default kernel of a space with a Set
+        kernel = set_space_kernel("matern52", problem.space, normalize=method == "set-norm")
+    elif method == "random":
+        kernel = "random"
     else:
         raise ValueError(f"unknown set benchmark method {method!r}; choose from {SET_METHODS}")
     return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,

@@ -397,7 +397,7 @@ class SubspaceKernel(Kernel):
         return f"SubspaceKernel({self.kernel!r})"
 
 
-def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, normalize=False, **kwargs):
+def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, normalize=True, **kwargs):
     """The default kernel of a space with ``Set`` parameters: a PRODUCT of factors.
 
         k(x, x') = k_rest(rest, rest') · Π_sets K_set(S, S')
@@ -405,9 +405,13 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
     k_rest is the named kernel ("modlap", "matern52", ...) on the other parameters
     (Matern52 when they have no discrete variable and an FM kernel was named); each
     Set gets a ``SetKernel`` (Matérn 5/2 inner kernel; exact, or K̂ on ``n_subsample``
-    points drawn from ``seed``; ``normalize``: see ``SetKernel``).  Only the first factor
-    keeps a free variance: the others' are fixed at 1 (one amplitude).  ``kwargs`` go to
-    the named kernel.
+    points drawn from ``seed``).  Only the first factor keeps a free variance: the others'
+    are fixed at 1 (one amplitude).  ``kwargs`` go to the named kernel.
+
+    ``normalize`` (default True) uses the normalised set kernel K/√(K(X,X) K(X',X')): with the
+    plain K_set of SPEC §4, sets whose points coincide have up to m times the prior variance
+    and expected improvement chases them (BENCHMARKS.md, "BO over sets": on SetCoverage, 5
+    seeds, −0.99 ± 0.06 plain vs −1.89 ± 0.23 normalised; random search −1.17 ± 0.06).
     """
     from . import make_kernel
     from ..space import Space

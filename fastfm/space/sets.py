@@ -46,8 +46,8 @@ class Set(Parameter):
     Notes
     -----
     Values are arrays of shape (n_points, dim).  In a ``Space`` beside other
-    parameters, the default kernels multiply a ``SetKernel`` on this
-    parameter with the kernel on the other parameters (see
+    parameters, the default kernels multiply a (normalised) ``SetKernel`` on
+    this parameter with the kernel on the other parameters (see
     ``fastfm.kernels.sets.set_space_kernel``).
 
     Examples

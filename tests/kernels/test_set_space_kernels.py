@@ -37,8 +37,10 @@ def random_kernel(space, rng, backend):
 def test_default_kernel_is_a_product_with_one_set_factor_per_set(set_space):
     kernel = make_kernel("modlap", set_space)
     if set_space.names == ["s"]:
-        assert isinstance(kernel, SetKernel)
+        assert isinstance(kernel, SetKernel) and kernel.normalize       # the normalised set kernel by default
+        np.testing.assert_allclose(kernel.diag(set_space.sample_encoded(5, seed=0)), np.ones(5))
         return
+    assert kernel.k2.normalize
     assert isinstance(kernel, SpaceProduct) and kernel.space is set_space
     free_variances = [h for h in kernel.hyperparameters if h.name.endswith("variance") and not h.fixed]
     assert len(free_variances) == 1                      # one amplitude for the whole product
