@@ -18,11 +18,11 @@ from ._version import __version__
 from .exceptions import (FastFMError, FitError, InvalidConfigError, InvalidValueError, MissingParameterError,
                          NotPositiveDefiniteError, NumericalError, OutOfBoundsError, SpaceDefinitionError,
                          UnknownParameterError)
-from .space import Categorical, Graph, Integer, Ordinal, Real, Space
+from .space import Categorical, Graph, Integer, Ordinal, Real, Set, Space
 
 __all__ = [
     "__version__", "Space", "Optimizer", "minimize", "OptimizeResult", "Trial", "GaussianProcessRegressor",
-    "GaussianLogPrior", "JitterWarning", "benchmarks", "acquisition", "optim", "Real", "Integer", "Ordinal", "Categorical", "Graph", "kernels",
+    "GaussianLogPrior", "JitterWarning", "benchmarks", "acquisition", "optim", "Real", "Integer", "Ordinal", "Categorical", "Graph", "Set", "kernels",
     "set_config", "get_config", "config_context", "show_config", "available_backends",
     "FastFMError", "SpaceDefinitionError", "InvalidConfigError", "UnknownParameterError",
     "MissingParameterError", "OutOfBoundsError", "InvalidValueError", "FitError", "NotPositiveDefiniteError",

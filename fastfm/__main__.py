@@ -1,6 +1,7 @@
 """Command line: ``python -m fastfm bench PROBLEM ...`` runs BO on a built-in problem.
 
     python -m fastfm bench func3c --kernel modlap,moddif,random --budget 200 --seeds 5 --plot out.png
+    python -m fastfm bench kmeansinit --kernel set,set-L3,vector,random,kmeans++ --budget 60
     python -m fastfm info            # version, backends, OpenMP, threads
 """
 import argparse
@@ -16,11 +17,15 @@ import numpy as np
 def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwargs):
     from . import minimize
     from .benchmarks import get_problem
+    from .benchmarks.sets import run_set_method
 
     problem = get_problem(problem_name, **problem_kwargs)
     start = time.perf_counter()
-    result = minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
-                      progress=progress)
+    if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", "kmeans++"
+        result = run_set_method(problem, kernel, budget, n_init, seed, progress)
+    else:
+        result = minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
+                          progress=progress)
     suggest = result.suggest_times[n_init:]
     return {
         "problem": problem.name, "kernel": kernel, "seed": seed, "best": float(result.fun),
@@ -117,8 +122,9 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="run BO on a built-in benchmark problem")
-    b.add_argument("problem", help="func2c, func3c, ackley5c, svm or xgboost")
-    b.add_argument("--kernel", default="modlap", help="comma-separated kernels (modlap, prodlap, moddif, ..., random)")
+    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, setcoverage, setchamfer or kmeansinit")
+    b.add_argument("--kernel", default="modlap", help="comma-separated kernels (modlap, prodlap, moddif, ..., random); "
+                   "set problems: set, set-L<L>, vector, random, kmeans++ (kmeansinit)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

@@ -2,7 +2,9 @@
 
 Run ``python -m fastfm.bench kernels`` (options: ``--sizes``, ``--repeat``,
 ``--spaces``, ``--threads``, ``--clock {wall,cpu}``, ``--statistic {median,min}``,
-``--cross``, ``--efficiency``).  For each space and N it prints the median time of
+``--cross``, ``--efficiency``).  ``python -m fastfm.bench sets`` times the set kernel
+(SPEC §4): the full (500, 50, 2) Gram, exact and K̂ with L = 10, and Gram + gradient
+reduction, cpp vs NumPy (options ``--shape N M D``, ``--subsample L`` and the above).  For each space and N it prints the median time of
 the full N×N ModLap Gram with the ``cpp`` backend and with the NumPy
 reference (and their ratio), and the median time of the Gram plus the fused
 gradient reduction Σ W ∘ ∂K/∂θ (what one GP marginal-likelihood gradient
@@ -25,7 +27,7 @@ from ._backends.modulation import Modulation
 from .space import Categorical, Ordinal, Real, Space
 
 __all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "run_cross_benchmark",
-           "run_parallel_efficiency", "main"]
+           "run_parallel_efficiency", "set_inputs", "run_set_benchmarks", "main"]
 
 # Hyperparameters of the benchmarked ModLap kernel: typical fitted values on
 # unit-cube inputs (the timing does not depend on them, except through overflow
@@ -240,6 +242,57 @@ def run_parallel_efficiency(n_points=2000, spaces=DEFAULT_SPACES, threads=2, rep
     return rows
 
 
+# ---------------------------------------------------------------------------- set kernels (SPEC §4)
+# The performance target of the set-kernel issue: a full (N, m, d) = (500, 50, 2) Gram, Matérn 5/2.
+DEFAULT_SET_SHAPE = (500, 50, 2)
+DEFAULT_SET_SUBSAMPLE = 10
+SET_LENGTHSCALE = 0.3
+
+
+def set_inputs(n_sets, n_points, dim, seed=0):
+    """Seeded sets (n_sets, n_points, dim) uniform in the unit cube and symmetric weights W (n_sets, n_sets)."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(n_sets, n_sets))
+    return rng.random((n_sets, n_points, dim)), W + W.T
+
+
+def run_set_benchmarks(shape=DEFAULT_SET_SHAPE, subsample=DEFAULT_SET_SUBSAMPLE, repeat=7, numpy_reference=True,
+                       backend="cpp", clock="wall", statistic="median", file=sys.stdout):
+    """Time the full set Gram (exact and K̂ on ``subsample`` points) and Gram + gradient reduction
+    through ``SetKernel`` (so K̂'s projection sort is included), with ``backend`` and the NumPy
+    reference in the same run; print a table and return its rows (times in ms)."""
+    from .kernels import SetKernel
+
+    X, W = set_inputs(*shape)
+    rows = []
+    header = (f"{'set Gram (N, m, d)':<20} {'L':>4} {backend + ' Gram':>11} {'numpy Gram':>11} {'speed-up':>9} "
+              f"{backend + ' Gram+red':>13} {'numpy Gram+red':>15}")
+    print(header, file=file)
+    print("-" * len(header), file=file)
+    timing = {"clock": clock, "statistic": statistic}
+    for L in (None, subsample):
+        kernels = {name: SetKernel(lengthscale=SET_LENGTHSCALE, n_subsample=L, seed=0, backend=name)
+                   for name in (backend, "numpy")}
+        times = {}
+        for name, kernel in kernels.items():
+            if name == "numpy" and not numpy_reference:
+                times[name] = (float("nan"), float("nan"))
+                continue
+            n_repeat = repeat if name != "numpy" else min(repeat, MAX_NUMPY_REPEAT)
+            times[name] = (time_call(lambda k=kernel: k(X), n_repeat, warmup=int(name != "numpy"), **timing),
+                           time_call(lambda k=kernel: k.gram_and_gradient_reduction(X, W), n_repeat,
+                                     warmup=int(name != "numpy"), **timing))
+        row = {"shape": tuple(shape), "L": L or shape[1], "gram_ms": 1e3 * times[backend][0],
+               "numpy_gram_ms": 1e3 * times["numpy"][0], "speedup": times["numpy"][0] / times[backend][0],
+               "gram_and_reduction_ms": 1e3 * times[backend][1],
+               "numpy_gram_and_reduction_ms": 1e3 * times["numpy"][1]}
+        rows.append(row)
+        print(f"{str(tuple(shape)):<20} {row['L']:>4} {row['gram_ms']:>9.2f}ms {row['numpy_gram_ms']:>9.1f}ms "
+              f"{row['speedup']:>8.1f}x {row['gram_and_reduction_ms']:>11.2f}ms "
+              f"{row['numpy_gram_and_reduction_ms']:>13.1f}ms", file=file, flush=True)
+    return rows
+
+
 def _describe_machine():
     import os
     import platform
@@ -279,9 +332,32 @@ def main(argv=None):
     kernels.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                          help="wall: elapsed time (default); cpu: process CPU time, the robust single-core "
                               "figure on a busy machine when combined with --threads 1")
+    sets = commands.add_parser("sets", help="set-kernel Gram timings (exact and K̂), cpp vs numpy")
+    sets.add_argument("--shape", type=int, nargs=3, default=list(DEFAULT_SET_SHAPE), metavar=("N", "M", "D"),
+                      help="number of sets, points per set, dimension (default: %(default)s)")
+    sets.add_argument("--subsample", type=int, default=DEFAULT_SET_SUBSAMPLE, metavar="L",
+                      help="points per set of the approximation K̂ (default: %(default)s)")
+    for sub in (sets,):
+        sub.add_argument("--repeat", type=int, default=7, help="timed runs per figure")
+        sub.add_argument("--backend", default="cpp", choices=["cpp", "cuda", "numpy"],
+                         help="the fast backend to compare with the NumPy reference")
+        sub.add_argument("--threads", type=int, default=None, help="threads of the compiled backend (default: all)")
+        sub.add_argument("--no-numpy", action="store_true", help="skip the (slow) NumPy reference timings")
+        sub.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
+                         help="median of the repeats (default) or min (best of N: ~idle-machine time)")
+        sub.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall (default) or cpu time")
     args = parser.parse_args(argv)
 
     from ._config import config_context
+
+    if args.command == "sets":
+        if args.backend not in available_backends():
+            parser.error(f"backend {args.backend!r} is not available here (available: {available_backends()})")
+        print(_describe_machine())
+        with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
+            run_set_benchmarks(tuple(args.shape), args.subsample, args.repeat, not args.no_numpy, args.backend,
+                               args.clock, args.statistic)
+        return 0
 
     if args.backend not in available_backends():
         parser.error(f"backend {args.backend!r} is not available here (available: {available_backends()})")

@@ -211,7 +211,9 @@ class Optimizer:
         if not isinstance(kernel, str):
             raise ValueError(f"kernel must be a name or a Kernel object, got kernel={kernel!r}")
         name = kernel.lower()
-        if self.space.n_discrete == 0 and name in _FM_KERNEL_NAMES:
+        # a space with Set parameters: make_kernel multiplies the named kernel on the other
+        # parameters (Matern52 when they have no discrete one) by a SetKernel per set
+        if self.space.n_discrete == 0 and name in _FM_KERNEL_NAMES and not self.space.set_params:
             warnings.warn(f"kernel {kernel!r} needs discrete variables; using Matern52 on this continuous space",
                           RuntimeWarning, stacklevel=3)
             name = "matern52"

@@ -120,3 +120,32 @@ def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulati
     """K(X1, X2) (M, N) and dK (M, N, Dc), dK[m, n, d] = ∂K[m, n]/∂C1[m, d]."""
     return _cpp.fm_cross_gradient(C1, D1, C2, D2,
                                   *_hyper(spectra, alphas, betas, variance, modulation, 2 * len(D1) * len(D2)))
+
+
+# ---------------------------------------------------------------------------- set kernels (SPEC §4)
+def _set_threads(n_evaluations):
+    """Thread count for a set call of ``n_evaluations`` inner-kernel terms (1 for small work)."""
+    configured = int(get_config()["num_threads"])
+    return 1 if configured == 1 or n_evaluations < PARALLEL_MIN_TERMS else configured
+
+
+def set_gram(A, B, length_scale, nu=2.5):
+    """The exact set Gram matrix (see ``numpy_backend.set_gram``), shape (NA, NB)."""
+    NA, m = np.shape(A)[:2]
+    NB, mb = (NA, m) if B is None else np.shape(B)[:2]
+    n_pairs = NA * (NA + 1) // 2 if B is None else NA * NB
+    return _cpp.set_gram(A, B, length_scale, float(nu), _set_threads(n_pairs * m * mb))
+
+
+def set_grad_reduction(A, W, length_scale, nu=2.5):
+    """g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k (see ``numpy_backend.set_grad_reduction``), shape (d,)."""
+    N, m = np.shape(A)[:2]
+    return _cpp.set_grad_reduction(A, W, length_scale, float(nu), _set_threads(N * (N + 1) // 2 * m * m))
+
+
+def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
+    """(set_grad_reduction(A, W, ℓ, ν), Σ_ab W_ab K_ab) from one pass over the pairs (an extra of
+    this backend: the kernel's variance gradient needs Σ W ∘ K, and the pass shares sqrt and exp)."""
+    N, m = np.shape(A)[:2]
+    return _cpp.set_grad_reduction_and_weighted_gram(A, W, length_scale, float(nu),
+                                                     _set_threads(N * (N + 1) // 2 * m * m))

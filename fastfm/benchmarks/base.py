@@ -104,6 +104,9 @@ _REGISTRY = {
     "ackley5c": ("fastfm.benchmarks.synthetic", "Ackley5C"),
     "svm": ("fastfm.benchmarks.hpo", "SVM"),
     "xgboost": ("fastfm.benchmarks.hpo", "XGBoost"),
+    "setcoverage": ("fastfm.benchmarks.sets", "SetCoverage"),
+    "setchamfer": ("fastfm.benchmarks.sets", "SetChamfer"),
+    "kmeansinit": ("fastfm.benchmarks.sets", "KMeansInit"),
 }
 
 #: Names accepted by :func:`get_problem` (case-insensitive).

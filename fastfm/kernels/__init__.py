@@ -3,12 +3,14 @@ from .base import Hyperparameter, Kernel, Product, Sum
 from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
 from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
+from .sets import SetKernel, SpaceProduct, SubspaceKernel, set_space_kernel
 
 __all__ = [
     "Kernel", "Hyperparameter", "Sum", "Product",
     "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
     "RBF", "Matern52",
+    "SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
     "make_kernel",
 ]
 
@@ -20,9 +22,15 @@ _BY_NAME = {
 
 
 def make_kernel(kernel, space, **kwargs):
-    """A kernel object from a name ("modlap", "prodlap", ...) or pass an object through."""
+    """A kernel object from a name ("modlap", "prodlap", ...) or pass an object through.
+
+    On a space with ``Set`` parameters the named kernel covers the other
+    parameters and is multiplied by a ``SetKernel`` per set (``set_space_kernel``).
+    """
     if isinstance(kernel, Kernel):
         return kernel
     if not isinstance(kernel, str) or kernel.lower() not in _BY_NAME:
         raise ValueError(f"unknown kernel {kernel!r}; choose a Kernel object or one of {sorted(_BY_NAME)}")
+    if space.set_params:
+        return set_space_kernel(kernel, space, **kwargs)
     return _BY_NAME[kernel.lower()](space, **kwargs)

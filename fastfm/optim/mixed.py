@@ -25,6 +25,9 @@ __all__ = ["MixedAcquisitionOptimizer", "SearchSpaceExhaustedError", "Acquisitio
 
 # --- tuning constants (SPEC §5 / paper Supp. D.1 unless noted) -------------------------
 N_RANDOM = 100_000        # uniformly random points scored to pick starts
+# ... on a space with Set parameters (our choice): each score costs O(n_obs·m²·d) there, and uniformly
+# random sets in an m·d-dimensional box are poor starts next to the spray points and L-BFGS-B
+N_RANDOM_SETS = 10_000
 N_SPRAY = 50              # points around the incumbent, to encourage exploitation
 N_STARTS = 40             # best scored points used as starts of the local search
 SCORING_BATCH = 4_096     # rows of the cross-covariance scored at once (memory ~ batch × n_obs)
@@ -60,17 +63,20 @@ class MixedAcquisitionOptimizer:
     ----------
     space : Space
     n_random, n_spray, n_starts : int
-        See the module constants.
+        See the module constants (``n_random`` defaults to N_RANDOM, or N_RANDOM_SETS on a
+        space with ``Set`` parameters).
     lbfgs_iterations_per_round : int
         L-BFGS-B iterations per continuous step.
     max_rounds : int
         Cap on discrete/continuous alternations.
     """
 
-    def __init__(self, space, n_random=N_RANDOM, n_spray=N_SPRAY, n_starts=N_STARTS,
+    def __init__(self, space, n_random=None, n_spray=N_SPRAY, n_starts=N_STARTS,
                  lbfgs_iterations_per_round=LBFGS_ITERATIONS_PER_ROUND, max_rounds=MAX_ROUNDS,
                  scoring_batch=SCORING_BATCH):
         self.space = space
+        if n_random is None:
+            n_random = N_RANDOM_SETS if getattr(space, "set_params", None) else N_RANDOM
         self.n_random = int(n_random)
         self.n_spray = int(n_spray)
         self.n_starts = int(n_starts)
@@ -104,8 +110,9 @@ class MixedAcquisitionOptimizer:
         X = candidates[starts].copy()
         start_values = values[starts].copy()
         X, acq, n_rounds = self._local_search(gp, acquisition, X, start_values.copy())
-        # best first: local optima, then the scored candidates as a fallback
-        pool = np.vstack([X, candidates[order[: 4 * self.n_starts]]])
+        # best first: local optima, then the scored candidates as a fallback; a Set's points are put
+        # in canonical order, so that a reordering of an evaluated set counts as a duplicate
+        pool = space.canonical(np.vstack([X, candidates[order[: 4 * self.n_starts]]]))
         pool_values = np.concatenate([acq, values[order[: 4 * self.n_starts]]])
         for i in np.argsort(-pool_values, kind="stable"):
             if not self._is_duplicate(pool[i], exclude):

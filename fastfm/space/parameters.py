@@ -29,6 +29,7 @@ class Parameter:
     """Base class: a named variable of a search space."""
 
     is_continuous = False
+    n_columns = 1   # encoded columns the parameter occupies (a Set takes n_points·dim)
 
     def __init__(self, name):
         self.name = _check_name(name)

@@ -1,8 +1,9 @@
 """The search space: an ordered set of parameters and the config <-> array codec.
 
 Encoded layout (float64, shape (n_points, n_continuous + n_discrete)):
-the unit-scaled continuous columns first, in declaration order, then one
-column of integer state indices per discrete variable, in declaration order.
+the unit-scaled continuous columns first, in declaration order (a ``Set`` takes
+n_points·dim of them, point after point), then one column of integer state
+indices per discrete variable, in declaration order.
 Nothing below ``Space`` sees a config dict.
 """
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ import numpy as np
 from ..exceptions import (InvalidConfigError, InvalidValueError, MissingParameterError, OutOfBoundsError,
                           SpaceDefinitionError, UnknownParameterError)
 from .parameters import Parameter
+from .sets import Set
 
 __all__ = ["Space", "PackedSpectra"]
 
@@ -70,7 +72,7 @@ class Space:
     Parameters
     ----------
     parameters : sequence of Parameter
-        ``Real``, ``Integer``, ``Ordinal``, ``Categorical`` and ``Graph``
+        ``Real``, ``Integer``, ``Ordinal``, ``Categorical``, ``Graph`` and ``Set``
         instances with distinct names.
 
     Examples
@@ -98,8 +100,12 @@ class Space:
         self.parameters = parameters
         self.continuous_params = [p for p in parameters if p.is_continuous]
         self.discrete_params = [p for p in parameters if not p.is_continuous]
-        # encoded column of each parameter
-        self._column = {p.name: i for i, p in enumerate(self.continuous_params + self.discrete_params)}
+        # encoded columns of each parameter: an int, or a slice for a multi-column Set
+        self._column, self._column_owner = {}, []
+        for p in self.continuous_params + self.discrete_params:
+            start = len(self._column_owner)
+            self._column[p.name] = start if p.n_columns == 1 else slice(start, start + p.n_columns)
+            self._column_owner += [p] * p.n_columns
         self._by_name = {p.name: p for p in parameters}
 
     def __deepcopy__(self, memo):
@@ -129,7 +135,21 @@ class Space:
 
     @property
     def n_continuous(self):
-        return len(self.continuous_params)
+        """Number of continuous encoded columns (a Set counts n_points·dim)."""
+        return sum(p.n_columns for p in self.continuous_params)
+
+    @property
+    def set_params(self):
+        """The set-valued parameters (``Set``), in declaration order."""
+        return [p for p in self.continuous_params if isinstance(p, Set)]
+
+    def canonical(self, X):
+        """Encoded points with every Set's points in canonical (lexicographic) order, same shape as X."""
+        X = np.array(X, dtype=np.float64)
+        rows = X.reshape(-1, self.n_dims)
+        for p in self.set_params:
+            rows[:, self._column[p.name]] = p.canonical_codes(rows[:, self._column[p.name]])
+        return X
 
     @property
     def n_discrete(self):
@@ -155,7 +175,7 @@ class Space:
         return np.array([p.n_states for p in self.discrete_params], dtype=np.int64)
 
     def column(self, name):
-        """The encoded column of parameter ``name``."""
+        """The encoded column of parameter ``name`` (a slice of columns for a Set)."""
         self[name]
         return self._column[name]
 
@@ -261,7 +281,7 @@ class Space:
         return np.ascontiguousarray(X)
 
     def _name_of_column(self, col):
-        return (self.continuous_params + self.discrete_params)[col].name
+        return self._column_owner[col].name
 
     # --------------------------------------------------------------- sampling
     def sample_encoded(self, n, seed=None):

@@ -1,0 +1,129 @@
+"""Set-valued parameters: a set of ``n_points`` points in a box of R^dim (SPEC §1, §4).
+
+A ``Set`` is continuous and occupies ``n_points * dim`` encoded columns, point
+after point (``[p0_x0, p0_x1, ..., p1_x0, ...]``), each coordinate scaled to
+the unit interval by its box.  The order of the points carries no meaning:
+``decode`` returns them in canonical (lexicographic) order and ``encode``
+canonicalises too, so two orderings of the same set encode to the same row.
+"""
+import numbers
+
+import numpy as np
+
+from ..exceptions import InvalidValueError, OutOfBoundsError, SpaceDefinitionError
+from .parameters import Parameter, _is_real_number
+
+__all__ = ["Set", "canonical_set_order"]
+
+
+def canonical_set_order(points):
+    """Indices that sort points lexicographically (first coordinate first), shape (..., m).
+
+    Parameters
+    ----------
+    points : array of shape (..., m, dim)
+    """
+    points = np.asarray(points, dtype=np.float64)
+    if points.ndim == 2:
+        return np.lexsort(points.T[::-1])
+    return np.stack([np.lexsort(p.T[::-1]) for p in points.reshape(-1, *points.shape[-2:])]).reshape(
+        points.shape[:-1])
+
+
+class Set(Parameter):
+    """A set of ``n_points`` points in the box [low, high]^dim, order immaterial.
+
+    Parameters
+    ----------
+    name : str
+    n_points : int
+        m, the number of points in the set (fixed).
+    dim : int
+        d, the dimension of each point.
+    low, high : float or array of shape (dim,)
+        The box, per coordinate (a scalar applies to every coordinate).
+
+    Notes
+    -----
+    Values are arrays of shape (n_points, dim).  In a ``Space`` beside other
+    parameters, the default kernels multiply a (normalised) ``SetKernel`` on
+    this parameter with the kernel on the other parameters (see
+    ``fastfm.kernels.sets.set_space_kernel``).
+
+    Examples
+    --------
+    >>> import fastfm as ff
+    >>> space = ff.Space([ff.Set("centers", n_points=2, dim=2, low=0.0, high=1.0)])
+    >>> space.encode({"centers": [[0.5, 0.5], [0.0, 1.0]]}).tolist()
+    [0.0, 1.0, 0.5, 0.5]
+    """
+
+    is_continuous = True
+
+    def __init__(self, name, n_points, dim, low=0.0, high=1.0):
+        super().__init__(name)
+        for label, value in (("n_points", n_points), ("dim", dim)):
+            if not isinstance(value, (numbers.Integral, np.integer)) or isinstance(value, bool) or value < 1:
+                raise SpaceDefinitionError(f"Set {name!r}: {label} must be a positive integer, got {value!r}")
+        self.n_points, self.dim = int(n_points), int(dim)
+        bounds = []
+        for label, value in (("low", low), ("high", high)):
+            array = np.asarray(value, dtype=object)
+            if array.ndim == 0:
+                array = np.full(self.dim, value, dtype=object)
+            if array.shape != (self.dim,) or not all(_is_real_number(v) and np.isfinite(float(v)) for v in array):
+                raise SpaceDefinitionError(
+                    f"Set {name!r}: {label} must be a finite number or {self.dim} of them, got {value!r}")
+            bounds.append(array.astype(np.float64))
+        self.low, self.high = bounds
+        if np.any(self.low >= self.high):
+            raise SpaceDefinitionError(f"Set {name!r}: need low < high in every coordinate, "
+                                       f"got low={value_repr(self.low)}, high={value_repr(self.high)}")
+
+    @property
+    def n_columns(self):
+        """Encoded columns this parameter occupies: n_points · dim."""
+        return self.n_points * self.dim
+
+    def _repr_fields(self):
+        return {"n_points": self.n_points, "dim": self.dim, "low": value_repr(self.low), "high": value_repr(self.high)}
+
+    def canonical_codes(self, codes):
+        """Encoded rows with each set's points sorted lexicographically, shape (n, n_columns)."""
+        points = np.asarray(codes, dtype=np.float64).reshape(-1, self.n_points, self.dim)
+        order = canonical_set_order(points)
+        return np.take_along_axis(points, order[:, :, None], axis=1).reshape(-1, self.n_columns)
+
+    def encode_value(self, value):
+        try:
+            points = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidValueError(f"parameter {self.name!r} expects an array of shape "
+                                    f"({self.n_points}, {self.dim}), got {value!r}", self.name, value) from None
+        if points.shape != (self.n_points, self.dim):
+            raise InvalidValueError(f"parameter {self.name!r} expects an array of shape ({self.n_points}, {self.dim}), "
+                                    f"got shape {points.shape}", self.name, value)
+        if not np.all(np.isfinite(points)):
+            raise InvalidValueError(f"parameter {self.name!r} holds non-finite coordinates: {value!r}", self.name, value)
+        slack = 1e-12 * np.maximum(1.0, np.maximum(np.abs(self.low), np.abs(self.high)))
+        outside = (points < self.low - slack) | (points > self.high + slack)
+        if outside.any():
+            i, k = np.argwhere(outside)[0]
+            value = float(points[i, k])
+            raise OutOfBoundsError(f"parameter {self.name!r}: point {i} coordinate {k} = {value!r} is outside "
+                                   f"[{float(self.low[k])!r}, {float(self.high[k])!r}]", self.name, value)
+        codes = (np.clip(points, self.low, self.high) - self.low) / (self.high - self.low)
+        return self.canonical_codes(codes)[0]
+
+    def decode_value(self, code):
+        codes = self.canonical_codes(np.clip(np.asarray(code, dtype=np.float64), 0.0, 1.0))[0]
+        points = self.low + codes.reshape(self.n_points, self.dim) * (self.high - self.low)
+        return np.clip(points, self.low, self.high)
+
+    def sample_codes(self, rng, n):
+        return self.canonical_codes(rng.random((n, self.n_columns)))
+
+
+def value_repr(array):
+    """A bound array as a scalar when all its entries agree (for messages and repr)."""
+    return float(array[0]) if np.all(array == array[0]) else array.tolist()

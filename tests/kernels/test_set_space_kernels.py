@@ -1,0 +1,102 @@
+"""Kernels on spaces with Set parameters: the product (kernel on the other parameters) × SetKernel
+meets the kernel contract (gradients, input gradients, neighbours, PSD) on encoded arrays."""
+import numpy as np
+import pytest
+
+import fastfm as ff
+from kernels.test_kernel_contract import _finite_difference_of_weighted_sum
+from fastfm.kernels import SetKernel, SpaceProduct, make_kernel
+
+SET_SPACES = {
+    "set_only": ff.Space([ff.Set("s", n_points=4, dim=2, low=-1.0, high=1.0)]),
+    "set_real_categorical": ff.Space([ff.Real("x", 0.0, 1.0), ff.Set("s", n_points=3, dim=2),
+                                      ff.Categorical("c", list("abc")), ff.Integer("i", 0, 3)]),
+    "two_sets": ff.Space([ff.Set("s", n_points=2, dim=3), ff.Set("t", n_points=3, dim=1), ff.Ordinal("o", [1, 2, 4])]),
+}
+
+
+@pytest.fixture(params=sorted(SET_SPACES), ids=sorted(SET_SPACES))
+def set_space(request):
+    return SET_SPACES[request.param]
+
+
+@pytest.fixture(params=["numpy", "cpp"])
+def backend(request):
+    if request.param == "cpp":
+        pytest.importorskip("fastfm._cpp", reason="the compiled extension fastfm._cpp is not built")
+    return request.param
+
+
+def random_kernel(space, rng, backend):
+    kernel = make_kernel("modlap", space, backend=backend)
+    bounds = kernel.bounds
+    kernel.theta = rng.uniform(bounds[:, 0] + 0.3 * np.ptp(bounds, axis=1), bounds[:, 0] + 0.6 * np.ptp(bounds, axis=1))
+    return kernel
+
+
+def test_default_kernel_is_a_product_with_one_set_factor_per_set(set_space):
+    kernel = make_kernel("modlap", set_space)
+    if set_space.names == ["s"]:
+        assert isinstance(kernel, SetKernel) and kernel.normalize       # the normalised set kernel by default
+        np.testing.assert_allclose(kernel.diag(set_space.sample_encoded(5, seed=0)), np.ones(5))
+        return
+    assert kernel.k2.normalize
+    assert isinstance(kernel, SpaceProduct) and kernel.space is set_space
+    free_variances = [h for h in kernel.hyperparameters if h.name.endswith("variance") and not h.fixed]
+    assert len(free_variances) == 1                      # one amplitude for the whole product
+
+
+def test_gram_is_symmetric_psd_and_permutation_invariant(set_space, backend, rng):
+    kernel = random_kernel(set_space, rng, backend)
+    X = set_space.sample_encoded(120, seed=1)
+    K = kernel(X)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15 * np.abs(K).max())
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    np.testing.assert_allclose(kernel.diag(X[:20]), np.diag(K)[:20], rtol=1e-12)
+    shuffled = X.copy()
+    for p in set_space.set_params:
+        cols = set_space.column(p.name)
+        block = shuffled[:, cols].reshape(len(X), p.n_points, p.dim)
+        shuffled[:, cols] = block[:, ::-1].reshape(len(X), -1)
+    np.testing.assert_allclose(kernel(shuffled, X[:7]), K[:, :7], rtol=1e-12, atol=1e-15)
+
+
+def test_gradient_reduction_matches_finite_differences(set_space, backend, rng):
+    kernel = random_kernel(set_space, rng, backend)
+    X = set_space.sample_encoded(15, seed=5)
+    W = rng.normal(size=(15, 15))
+    reduction = kernel.gradient_reduction(X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    K, dK = kernel(X, eval_gradient=True)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
+
+
+def test_input_gradient_matches_finite_differences(set_space, rng):
+    kernel = random_kernel(set_space, rng, "numpy")
+    X1 = set_space.sample_encoded(3, seed=6)
+    X1[:, set_space.continuous_dims] = np.clip(X1[:, set_space.continuous_dims], 0.01, 0.99)
+    X2 = set_space.sample_encoded(7, seed=7)
+    K, dK = kernel.gram_and_input_gradient(X1, X2)
+    assert dK.shape == (3, 7, set_space.n_continuous)
+    for d in set_space.continuous_dims:
+        up, down = X1.copy(), X1.copy()
+        up[:, d] += 1e-6
+        down[:, d] -= 1e-6
+        fd = (kernel(up, X2) - kernel(down, X2)) / 2e-6
+        np.testing.assert_allclose(dK[:, :, d], fd, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", [name for name, space in sorted(SET_SPACES.items()) if space.n_discrete])
+def test_neighbour_gram_batch_equals_explicit_neighbours(name, rng):
+    set_space = SET_SPACES[name]
+    kernel = random_kernel(set_space, rng, "numpy")
+    X0, X = set_space.sample_encoded(2, seed=8), set_space.sample_encoded(9, seed=9)
+    owner, var_index, new_state = [], [], []
+    for s, x in enumerate(X0):
+        for p, adjacency in enumerate(set_space.neighbours):
+            for u in adjacency[int(x[set_space.n_continuous + p])]:
+                owner.append(s), var_index.append(p), new_state.append(u)
+    owner, var_index, new_state = map(np.array, (owner, var_index, new_state))
+    K = kernel.neighbour_gram_batch(X0, X, owner, var_index, new_state)
+    np.testing.assert_allclose(K, kernel(kernel.neighbour_points(X0, owner, var_index, new_state), X), rtol=1e-12)

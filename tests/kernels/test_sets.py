@@ -1,0 +1,274 @@
+"""Set kernels (SPEC §4): definition, invariances, PSD, gradients, the approximation K̂, and the
+C++ backend against the NumPy reference."""
+import numpy as np
+import pytest
+from kernels.test_kernel_contract import _finite_difference_of_weighted_sum
+from test_backend_parity import assert_close
+
+import fastfm as ff
+from fastfm._backends import numpy_backend
+from fastfm.kernels import SetKernel
+from fastfm.kernels.sets import draw_subsample, subsample_sets
+
+BACKENDS = ["numpy", "cpp"]
+NUS = [0.5, 1.5, 2.5]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    if request.param == "cpp":
+        pytest.importorskip("fastfm._cpp", reason="the compiled extension fastfm._cpp is not built")
+    return request.param
+
+
+@pytest.fixture
+def cpp():
+    pytest.importorskip("fastfm._cpp", reason="the compiled extension fastfm._cpp is not built")
+    from fastfm._backends import cpp as cpp_backend
+    return cpp_backend
+
+
+def random_sets(rng, n_sets, n_points, dim, duplicate=True):
+    X = rng.random((n_sets, n_points, dim))
+    if duplicate and n_sets > 2:
+        X[2] = X[0][rng.permutation(n_points)]        # the same set in another order
+    return X
+
+
+def definition(X, Y, lengthscale, nu, variance=1.0):
+    """K_set straight from SPEC §4, one pair at a time."""
+    K = np.empty((len(X), len(Y)))
+    for a, A in enumerate(X):
+        for b, B in enumerate(Y):
+            r = np.sqrt(np.sum(((A[:, None, :] - B[None, :, :]) / lengthscale) ** 2, axis=2))
+            if nu == 0.5:
+                k = np.exp(-r)
+            elif nu == 1.5:
+                k = (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
+            else:
+                k = (1 + np.sqrt(5) * r + 5 * r * r / 3) * np.exp(-np.sqrt(5) * r)
+            K[a, b] = variance * k.mean()
+    return K
+
+
+# ---------------------------------------------------------------------------- exact kernel
+@pytest.mark.parametrize("nu", NUS)
+def test_gram_matches_definition(backend, nu, rng):
+    X, Y = random_sets(rng, 6, 5, 2), rng.random((4, 7, 2))
+    kernel = SetKernel(lengthscale=[0.3, 0.7], nu=nu, variance=1.3, backend=backend)
+    np.testing.assert_allclose(kernel(X), definition(X, X, [0.3, 0.7], nu, 1.3), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(kernel(X, Y), definition(X, Y, [0.3, 0.7], nu, 1.3), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(kernel.diag(X), np.diag(kernel(X)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_subsample", [None, 4])
+def test_permutation_invariance(backend, n_subsample, rng):
+    X, Y = random_sets(rng, 8, 9, 3), rng.random((5, 9, 3))
+    kernel = SetKernel(lengthscale=0.4, n_subsample=n_subsample, seed=3, backend=backend)
+    shuffled = np.stack([x[rng.permutation(9)] for x in X])
+    np.testing.assert_allclose(kernel(shuffled), kernel(X), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(kernel(shuffled, Y), kernel(X, Y), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(kernel(X)[0], kernel(X)[2], rtol=1e-12)      # X[2] is X[0] reordered
+
+
+@pytest.mark.parametrize("n_subsample", [None, 3])
+@pytest.mark.parametrize("nu", NUS)
+def test_gram_is_symmetric_and_psd(backend, nu, n_subsample, rng):
+    X = random_sets(rng, 80, 8, 2)
+    K = SetKernel(lengthscale=0.3, nu=nu, n_subsample=n_subsample, seed=5, backend=backend)(X)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+
+
+def test_subsample_with_all_points_is_exact(backend, rng):
+    X, Y = random_sets(rng, 10, 6, 2), rng.random((3, 6, 2))
+    exact = SetKernel(lengthscale=0.5, backend=backend)
+    for L in (6, 9):
+        approx = SetKernel(lengthscale=0.5, n_subsample=L, seed=11, backend=backend)
+        np.testing.assert_array_equal(approx(X), exact(X))
+        np.testing.assert_array_equal(approx(X, Y), exact(X, Y))
+
+
+def test_subsample_is_fixed_by_seed_and_redrawn_by_a_new_one(rng):
+    X = rng.random((12, 10, 2))
+    kernel = SetKernel(lengthscale=0.3, n_subsample=3, seed=1, backend="numpy")
+    np.testing.assert_array_equal(kernel(X), kernel(X))
+    np.testing.assert_array_equal(kernel(X), SetKernel(lengthscale=0.3, n_subsample=3, seed=1, backend="numpy")(X))
+    assert not np.allclose(kernel.clone_with_seed(2)(X), kernel(X))
+    # the same positions and projection for every set of the Gram, and for a cross-Gram
+    subsets, indices = subsample_sets(X, 3, seed=1)
+    w, positions = draw_subsample(1, 10, 2, 3)
+    order = np.argsort(X @ w, axis=1, kind="stable")
+    np.testing.assert_array_equal(indices, order[:, positions])
+    np.testing.assert_allclose(kernel(X[:4], X[4:]), kernel(X)[:4, 4:], rtol=1e-13)
+
+
+def _pi_expectation(X, Y, lengthscale, L, seed):
+    """E_π[K̂(X, Y) | w] in closed form: K_set + (1/L − 1/m)(D − O) with D the mean of k over
+    sorted-position-matched pairs and O over the others (module docstring of fastfm.kernels.sets)."""
+    m, d = X.shape
+    w, _ = draw_subsample(seed, m, d, L)
+    Xs, Ys = X[np.argsort(X @ w, kind="stable")], Y[np.argsort(Y @ w, kind="stable")]
+    k = numpy_backend.matern_profile(np.sum(((Xs[:, None] - Ys[None, :]) / lengthscale) ** 2, axis=2))[0]
+    D = np.mean(np.diag(k))
+    O = (k.sum() - np.trace(k)) / (m * (m - 1))
+    return k.mean() + (1.0 / L - 1.0 / m) * (D - O)
+
+
+def test_subsample_mean_over_seeds_matches_its_expectation(rng):
+    """Monte Carlo over seeds: the mean of K̂ − E_π[K̂ | w] is 0 within 4 standard errors.  This is the
+    exact statement; SPEC §4 / Theorem 1 claim E[K̂] = K_set, which the bias term contradicts."""
+    m, L, n_seeds = 8, 3, 3000
+    X = rng.random((2, m, 2))
+    lengthscale = 0.4
+    exact = definition(X, X, lengthscale, 2.5)
+    residuals, biases, diag = [], [], []
+    for seed in range(n_seeds):
+        K_hat = SetKernel(lengthscale=lengthscale, n_subsample=L, seed=seed, backend="numpy")(X)
+        expectation = _pi_expectation(X[0], X[1], lengthscale, L, seed)
+        residuals.append(K_hat[0, 1] - expectation)
+        biases.append(expectation - exact[0, 1])
+        diag.append(K_hat[0, 0])
+    residuals = np.array(residuals)
+    assert abs(residuals.mean()) <= 4 * residuals.std(ddof=1) / np.sqrt(n_seeds)
+    # the diagonal bias is certain: k(x, x) = 1 enters with weight 1/L instead of 1/m
+    diag = np.array(diag)
+    assert diag.mean() - exact[0, 0] > 8 * diag.std(ddof=1) / np.sqrt(n_seeds)
+
+
+def test_subsample_variance_decreases_with_the_subset_size(rng):
+    m, n_seeds = 12, 400
+    X = rng.random((6, m, 2))
+    variances = []
+    for L in (2, 4, 8, 12):
+        samples = np.array([SetKernel(lengthscale=0.4, n_subsample=L, seed=s, backend="numpy")(X)
+                            for s in range(n_seeds)])
+        variances.append(samples.var(axis=0)[np.triu_indices(6, 1)].mean())
+        spread = np.ptp(samples, axis=0).max()
+    assert all(a > b for a, b in zip(variances, variances[1:])), variances
+    assert spread == 0.0                                 # L = m: every seed gives K_set
+
+
+# ---------------------------------------------------------------------------- gradients
+@pytest.mark.parametrize("lengthscale", [0.4, [0.3, 0.8, 0.5]])
+@pytest.mark.parametrize("nu", NUS)
+@pytest.mark.parametrize("n_subsample", [None, 4])
+def test_gradient_reduction_matches_finite_differences(backend, lengthscale, nu, n_subsample, rng):
+    X = random_sets(rng, 9, 6, 3)
+    kernel = SetKernel(lengthscale=lengthscale, nu=nu, variance=0.8, n_subsample=n_subsample, seed=2, backend=backend)
+    W = rng.normal(size=(9, 9))
+    reduction = kernel.gradient_reduction(X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    K, dK = kernel(X, eval_gradient=True)
+    np.testing.assert_allclose(K, kernel(X), rtol=1e-12)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
+
+
+@pytest.mark.parametrize("n_subsample", [None, 3])
+def test_input_gradient_matches_finite_differences(n_subsample, rng):
+    X1, X2 = rng.random((3, 5, 2)), rng.random((6, 5, 2))
+    kernel = SetKernel(lengthscale=[0.4, 0.6], variance=1.5, n_subsample=n_subsample, seed=4, backend="numpy")
+    K, dK = kernel.gram_and_input_gradient(X1, X2)
+    assert dK.shape == (3, 6, 10)
+    np.testing.assert_allclose(K, kernel(X1, X2), rtol=1e-13)
+    eps = 1e-6
+    flat = X1.reshape(3, -1)
+    for c in range(10):
+        up, down = flat.copy(), flat.copy()
+        up[:, c] += eps
+        down[:, c] -= eps
+        fd = (kernel(up.reshape(X1.shape), X2) - kernel(down.reshape(X1.shape), X2)) / (2 * eps)
+        np.testing.assert_allclose(dK[:, :, c], fd, rtol=1e-5, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------- C++ against NumPy
+@pytest.mark.parametrize("nu", NUS)
+@pytest.mark.parametrize("shape", [(7, 5, 2), (6, 4, 3), (5, 9, 1), (3, 1, 2), (40, 13, 2)])
+def test_cpp_matches_numpy_reference(cpp, nu, shape, rng):
+    A = random_sets(rng, *shape)
+    B = rng.random((shape[0] + 2, shape[1] + 1, shape[2]))
+    ls = rng.uniform(0.2, 1.0, shape[2])
+    W = rng.normal(size=(shape[0], shape[0]))
+    assert_close(cpp.set_gram(A, None, ls, nu), numpy_backend.set_gram(A, None, ls, nu), err_msg="symmetric Gram")
+    assert_close(cpp.set_gram(A, B, ls, nu), numpy_backend.set_gram(A, B, ls, nu), err_msg="cross Gram")
+    # rounding bound of the reduction: Σ_ab |W_ab| |∂K_ab/∂log ℓ_k|
+    _, dK = numpy_backend.set_gram_gradient(A, ls, nu)
+    scale = np.sum(np.abs(W[:, :, None] * dK), axis=(0, 1))
+    reference = numpy_backend.set_grad_reduction(A, W, ls, nu)
+    assert_close(cpp.set_grad_reduction(A, W, ls, nu), reference, scale=scale, err_msg="gradient reduction")
+    g, weighted_gram = cpp.set_grad_reduction_and_weighted_gram(A, W, ls, nu)
+    K = numpy_backend.set_gram(A, None, ls, nu)
+    assert_close(g, reference, scale=scale, err_msg="fused gradient reduction")
+    assert_close(weighted_gram, np.sum(W * K), scale=np.sum(np.abs(W * K)), err_msg="fused Σ W ∘ K")
+
+
+def test_cpp_parallel_equals_serial(cpp, rng):
+    A = rng.random((120, 30, 2))                         # ≥ PARALLEL_MIN_TERMS: runs on every thread
+    ls = np.array([0.3, 0.5])
+    with ff.config_context(num_threads=1):
+        serial = cpp.set_gram(A, None, ls, 2.5)
+    assert_close(cpp.set_gram(A, None, ls, 2.5), serial, err_msg="threads")
+
+
+def test_cpp_boundary_checks_name_the_argument(cpp, rng):
+    from fastfm import _cpp
+    A = rng.random((4, 3, 2))
+    with pytest.raises(ValueError, match="A must have shape"):
+        _cpp.set_gram(A[0], None, np.ones(2))
+    with pytest.raises(ValueError, match="same dimension"):
+        _cpp.set_gram(A, rng.random((2, 3, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="length_scale"):
+        _cpp.set_gram(A, None, np.ones(3))
+    with pytest.raises(ValueError, match=r"length_scale\[1\]"):
+        _cpp.set_gram(A, None, np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="nu must be"):
+        _cpp.set_gram(A, None, np.ones(2), 1.0)
+    with pytest.raises(ValueError, match="W must have shape"):
+        _cpp.set_grad_reduction(A, np.ones((3, 3)), np.ones(2))
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_bad_arguments_raise_typed_errors(rng):
+    with pytest.raises(ff.InvalidValueError, match="nu"):
+        SetKernel(nu=2.0)
+    with pytest.raises(ff.InvalidValueError, match="n_subsample"):
+        SetKernel(n_subsample=0)
+    with pytest.raises(ff.InvalidConfigError, match="X must be an array of sets"):
+        SetKernel()(rng.random((3, 4)))
+    with pytest.raises(ff.InvalidConfigError, match="lengthscale has 3 values"):
+        SetKernel(lengthscale=[1.0, 1.0, 1.0])(rng.random((3, 4, 2)))
+    with pytest.raises(ff.InvalidValueError, match="X holds non-finite"):
+        SetKernel()(np.full((2, 3, 2), np.nan))
+
+
+# ---------------------------------------------------------------------------- normalised kernel
+@pytest.mark.parametrize("n_subsample", [None, 3])
+def test_normalised_kernel_contract(backend, n_subsample, rng):
+    X, Y = random_sets(rng, 30, 5, 2), rng.random((4, 5, 2))
+    kernel = SetKernel(lengthscale=[0.3, 0.6], variance=1.4, n_subsample=n_subsample, seed=1, normalize=True,
+                       backend=backend)
+    K = kernel(X)
+    raw = SetKernel(lengthscale=[0.3, 0.6], n_subsample=n_subsample, seed=1, backend="numpy")
+    expected = raw(X) / np.sqrt(np.outer(raw.diag(X), raw.diag(X)))
+    np.testing.assert_allclose(K, 1.4 * expected, rtol=1e-12)
+    np.testing.assert_allclose(kernel.diag(X), np.full(30, 1.4))
+    np.testing.assert_allclose(np.diag(K), np.full(30, 1.4), rtol=1e-12)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    np.testing.assert_allclose(kernel(X, Y), kernel(np.concatenate([X, Y]))[:30, 30:], rtol=1e-12)
+    # gradients: fused reduction, eval_gradient and the input gradient against finite differences
+    W = rng.normal(size=(30, 30))
+    reduction = kernel.gradient_reduction(X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    _, dK = kernel(X, eval_gradient=True)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
+    X1 = X[:3]
+    K1, dK1 = kernel.gram_and_input_gradient(X1, Y)
+    flat = X1.reshape(3, -1)
+    for c in range(flat.shape[1]):
+        up, down = flat.copy(), flat.copy()
+        up[:, c] += 1e-6
+        down[:, c] -= 1e-6
+        fd_input = (kernel(up.reshape(X1.shape), Y) - kernel(down.reshape(X1.shape), Y)) / 2e-6
+        np.testing.assert_allclose(dK1[:, :, c], fd_input, rtol=1e-5, atol=1e-8)
