@@ -31,8 +31,6 @@ def make_spaces():
     }
 
 
-SPACES = make_spaces()
-
 
 
 def make_conditional_space():
@@ -49,3 +47,7 @@ def make_conditional_space():
         ff.Graph("width1", 4, [(0, 1), (1, 2), (2, 3), (3, 0)], labels=[8, 16, 32, 64], active_if={"model": "mlp"}),
         ff.Real("width2", 8.0, 64.0, active_if={"n_layers": [2]}),
     ])
+
+
+# every kernel and backend test also runs on a conditional space (FM kernels included)
+SPACES = {**make_spaces(), "conditional": make_conditional_space()}

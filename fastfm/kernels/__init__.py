@@ -3,19 +3,20 @@ from .base import Hyperparameter, Kernel, Product, Sum
 from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
 from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
+from .hierarchical import Hierarchical
 
 __all__ = [
     "Kernel", "Hyperparameter", "Sum", "Product",
     "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
-    "RBF", "Matern52",
+    "RBF", "Matern52", "Hierarchical",
     "make_kernel",
 ]
 
 _BY_NAME = {
     "modlap": ModLap, "moddif": ModDif, "modnn": ModNN, "fm": FMKernel,
     "prodlap": ProdLap, "addlap": AddLap, "proddif": ProdDif, "adddif": AddDif,
-    "rbf": RBF, "matern52": Matern52,
+    "rbf": RBF, "matern52": Matern52, "hierarchical": Hierarchical,
 }
 
 
