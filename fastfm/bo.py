@@ -37,6 +37,10 @@ DEFAULT_LOG_PRIORS = {
     "beta": (0.0, 2.0),
     "variance": (0.0, 1.0),
     "nn_variance": (0.0, 2.0),
+    # Hierarchical kernel (SPEC §3): γ, ρ ∈ (0, 1], log upper bound 0; centred on γ = 0.7
+    # (children weigh somewhat less than parents) and ρ = 0.5 (the kernel's defaults' scale)
+    "gamma": (math.log(0.7), 1.0),
+    "rho": (math.log(0.5), 1.0),
     "noise": (math.log(1e-3), 2.0),
 }
 
