@@ -1,6 +1,10 @@
 """Command line: ``python -m fastfm bench PROBLEM ...`` runs BO on a built-in problem.
 
     python -m fastfm bench func3c --kernel modlap,moddif,random --budget 200 --seeds 5 --plot out.png
+    python -m fastfm bench deepbranch --kernel hierarchical,modlap,modlap-flat,random --budget 60
+
+A kernel name ending in "-flat" runs on ``problem.space.flattened()`` (every
+parameter always active; inactive values are dropped before evaluation).
     python -m fastfm info            # version, backends, OpenMP, threads
 """
 import argparse
@@ -18,8 +22,13 @@ def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwarg
     from .benchmarks import get_problem
 
     problem = get_problem(problem_name, **problem_kwargs)
+    space, objective, kernel_name = problem.space, problem, kernel
+    if kernel.endswith("-flat"):
+        # the conditional space flattened: the model sees every parameter, the objective only the active ones
+        space, kernel_name = problem.space.flattened(), kernel[: -len("-flat")]
+        objective = lambda config: problem(problem.space.prune(config))  # noqa: E731
     start = time.perf_counter()
-    result = minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
+    result = minimize(objective, space, n_iter=budget, n_init=n_init, kernel=kernel_name, seed=seed,
                       progress=progress)
     suggest = result.suggest_times[n_init:]
     return {
@@ -117,8 +126,10 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="run BO on a built-in benchmark problem")
-    b.add_argument("problem", help="func2c, func3c, ackley5c, svm or xgboost")
-    b.add_argument("--kernel", default="modlap", help="comma-separated kernels (modlap, prodlap, moddif, ..., random)")
+    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch or modelselection")
+    b.add_argument("--kernel", default="modlap",
+                   help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
+                        "NAME-flat runs NAME on the flattened conditional space")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

@@ -4,14 +4,16 @@
 >>> problem = get_problem("func2c")
 >>> y = problem(problem.space.sample(1, seed=0)[0])
 
-The hyperparameter problems ("svm", "xgboost") need ``pip install fastfm[bench]``.
+The hyperparameter problems ("svm", "xgboost", "modelselection") need ``pip install fastfm[bench]``.
+"deepbranch" and "modelselection" have conditional spaces (SPEC §3).
 """
 from .base import PROBLEMS, Problem, get_problem
+from .conditional import DeepBranch, ModelSelection
 from .hpo import SVM, XGBoost
 from .synthetic import Ackley5C, Func2C, Func3C, beale, rosenbrock, six_hump_camel
 
 __all__ = [
     "Problem", "PROBLEMS", "get_problem",
-    "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost",
+    "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost", "DeepBranch", "ModelSelection",
     "rosenbrock", "six_hump_camel", "beale",
 ]

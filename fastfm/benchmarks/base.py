@@ -104,6 +104,9 @@ _REGISTRY = {
     "ackley5c": ("fastfm.benchmarks.synthetic", "Ackley5C"),
     "svm": ("fastfm.benchmarks.hpo", "SVM"),
     "xgboost": ("fastfm.benchmarks.hpo", "XGBoost"),
+    # conditional spaces (SPEC §3)
+    "deepbranch": ("fastfm.benchmarks.conditional", "DeepBranch"),
+    "modelselection": ("fastfm.benchmarks.conditional", "ModelSelection"),
 }
 
 #: Names accepted by :func:`get_problem` (case-insensitive).
