@@ -25,7 +25,7 @@ from ._backends.modulation import Modulation
 from .space import Categorical, Ordinal, Real, Space
 
 __all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "run_cross_benchmark",
-           "run_parallel_efficiency", "main"]
+           "run_parallel_efficiency", "run_hierarchical_benchmarks", "main"]
 
 # Hyperparameters of the benchmarked ModLap kernel: typical fitted values on
 # unit-cube inputs (the timing does not depend on them, except through overflow
@@ -240,6 +240,46 @@ def run_parallel_efficiency(n_points=2000, spaces=DEFAULT_SPACES, threads=2, rep
     return rows
 
 
+def run_hierarchical_benchmarks(sizes=(200, 500, 1000, 2000), repeat=5, backend="cpp", numpy_max_n=500,
+                                clock="wall", statistic="median", file=sys.stdout):
+    """Time the Hierarchical (SPEC §3) Gram and Gram + fused reduction on the DeepBranch
+    space, ``backend`` vs the NumPy reference (up to ``numpy_max_n`` points), same inputs."""
+    from .benchmarks.conditional import DeepBranch
+    from .kernels import Hierarchical
+
+    fast, reference = get_backend(backend), get_backend("numpy")
+    space = DeepBranch().space
+    kernel = Hierarchical(space, gamma=0.7, rho=0.5, lengthscale=0.5)
+    timing = {"clock": clock, "statistic": statistic}
+    print(f"{'N':>5} {backend + ' Gram':>11} {'numpy Gram':>11} {'speed-up':>9} {'Gram+red':>10} "
+          f"{'numpy G+r':>10} {'speed-up':>9}", file=file)
+    rows = []
+    for n in sizes:
+        V, M = kernel._inputs(space.sample_encoded(n, seed=0))
+        A = np.random.default_rng(1).standard_normal((n, n))
+        W = 0.5 * (A + A.T) / n
+        args = kernel._args()
+
+        def gram(module):
+            return module.hier_gram(V, M, None, None, *args)
+
+        def both(module):
+            gram(module)
+            return module.hier_grad_reduction(V, M, W, *args)
+
+        t_gram, t_both = time_call(lambda: gram(fast), repeat, **timing), time_call(lambda: both(fast), repeat, **timing)
+        t_np_gram = t_np_both = float("nan")
+        if n <= numpy_max_n:
+            t_np_gram = time_call(lambda: gram(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0, **timing)
+            t_np_both = time_call(lambda: both(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0, **timing)
+        row = {"N": n, "gram_ms": 1e3 * t_gram, "numpy_gram_ms": 1e3 * t_np_gram, "gram_and_reduction_ms": 1e3 * t_both,
+               "numpy_gram_and_reduction_ms": 1e3 * t_np_both}
+        rows.append(row)
+        print(f"{n:>5} {1e3 * t_gram:>9.2f}ms {1e3 * t_np_gram:>9.1f}ms {t_np_gram / t_gram:>8.0f}x "
+              f"{1e3 * t_both:>8.2f}ms {1e3 * t_np_both:>8.1f}ms {t_np_both / t_both:>8.0f}x", file=file, flush=True)
+    return rows
+
+
 def _describe_machine():
     import os
     import platform
@@ -279,9 +319,20 @@ def main(argv=None):
     kernels.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                          help="wall: elapsed time (default); cpu: process CPU time, the robust single-core "
                               "figure on a busy machine when combined with --threads 1")
+    hier = commands.add_parser("hierarchical", help="Hierarchical-kernel Gram and reduction timings, cpp vs numpy")
+    hier.add_argument("--sizes", type=int, nargs="+", default=[200, 500, 1000, 2000], metavar="N")
+    hier.add_argument("--repeat", type=int, default=5)
+    hier.add_argument("--threads", type=int, default=None, help="threads of the compiled backend (default: all)")
+    hier.add_argument("--statistic", choices=sorted(STATISTICS), default="median")
     args = parser.parse_args(argv)
 
     from ._config import config_context
+
+    if args.command == "hierarchical":
+        print(_describe_machine())
+        with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
+            run_hierarchical_benchmarks(args.sizes, args.repeat, statistic=args.statistic)
+        return 0
 
     if args.backend not in available_backends():
         parser.error(f"backend {args.backend!r} is not available here (available: {available_backends()})")
