@@ -124,7 +124,7 @@ class Space:
 
     # ------------------------------------------------------------ conditions
     def _resolve_conditions(self):
-        """({name: [(parent column, allowed codes)]}, names in an order where parents come first).
+        """({name: [(parent name, parent column, allowed codes)]}, names in an order where parents come first).
 
         Raises
         ------
@@ -155,7 +155,7 @@ class Space:
                         raise SpaceDefinitionError(
                             f"parameter {p.name!r}: active_if[{parent_name!r}] lists {value!r}, which is not a "
                             f"value of {parent_name!r}") from None
-                resolved.append((self._column[parent_name], np.unique(np.array(codes, dtype=float))))
+                resolved.append((parent_name, self._column[parent_name], np.unique(np.array(codes, dtype=float))))
             conditions[p.name] = resolved
         # depth-first topological sort; a grey node met again closes a cycle
         order, state = [], {}
@@ -211,20 +211,15 @@ class Space:
             raise InvalidConfigError(f"a config must be a dict, got {config!r} ({type(config).__name__})")
         active = {}
         for pname in self._topological_order:
-            p = self._by_name[pname]
             ok = True
-            for parent_name, allowed in (p.active_if or {}).items():
-                parent = self._by_name[parent_name]
-                if not active[parent_name] or parent_name not in config:
-                    ok = False
-                    break
-                try:
-                    code = parent.encode_value(config[parent_name])
-                except InvalidConfigError:
-                    ok = False
-                    break
-                if not any(code == parent.encode_value(v) for v in allowed):
-                    ok = False
+            for parent_name, _, codes in self._conditions.get(pname, ()):
+                ok = active[parent_name] and parent_name in config
+                if ok:
+                    try:
+                        ok = self._by_name[parent_name].encode_value(config[parent_name]) in codes
+                    except InvalidConfigError:   # a bad value activates nothing
+                        ok = False
+                if not ok:
                     break
             active[pname] = ok
         if name is not None:
@@ -250,7 +245,7 @@ class Space:
         mask = np.ones(X2.shape, dtype=bool)
         for name in self._topological_order:
             col = self._column[name]
-            for parent_col, codes in self._conditions.get(name, ()):
+            for _, parent_col, codes in self._conditions.get(name, ()):
                 mask[:, col] &= mask[:, parent_col] & np.isin(X2[:, parent_col], codes)
         return mask[0] if single else mask
 
@@ -279,11 +274,12 @@ class Space:
                 continue
             col = self._column[name]
             active = np.ones(len(X), dtype=bool)
-            for parent_col, codes in self._conditions[name]:
+            for _, parent_col, codes in self._conditions[name]:
                 active &= np.isin(X[:, parent_col], codes)
-            X[~active, col] = self._inactive_code(p)
-            needs_value = active & (X[:, col] == self._inactive_code(p)) if not p.is_continuous else \
-                np.zeros(len(X), dtype=bool)
+            inactive_code = self._inactive_code(p)
+            X[~active, col] = inactive_code
+            # a discrete column still holding "inactive" needs a value; a continuous one cannot tell
+            needs_value = active & (X[:, col] == inactive_code) if not p.is_continuous else np.zeros(len(X), bool)
             if previously_active is not None:
                 needs_value |= active & ~previously_active[:, col]
             if needs_value.any():
@@ -419,7 +415,7 @@ class Space:
         for name in self._topological_order:
             p = self._by_name[name]
             col = self._column[name]
-            active = all(np.isin(x[parent_col], codes) for parent_col, codes in self._conditions.get(name, ()))
+            active = all(np.isin(x[parent_col], codes) for _, parent_col, codes in self._conditions.get(name, ()))
             if not active:
                 if name in config:
                     raise InactiveParameterError(
