@@ -16,7 +16,8 @@ points respect the conditions, the continuous step never moves an inactive
 coordinate (its L-BFGS-B bounds pin it to its inactive code), inactive
 discrete variables have no graph moves, and a move that changes which
 variables are active clears the children it deactivates and gives the ones it
-activates random values (``Space.enforce_conditions``).  Such neighbours differ
+activates fixed default values (``Space.enforce_conditions``; spray points draw them at
+random instead).  Such neighbours differ
 from their base point in more than one column, so on conditional spaces they
 are scored as explicit points rather than through shared factors.
 
@@ -103,7 +104,6 @@ class MixedAcquisitionOptimizer:
         rng : numpy Generator
         """
         space = self.space
-        self._rng = rng   # values of variables that a discrete move activates
         exclude = np.asarray(exclude, dtype=float).reshape(-1, space.n_dims)
         candidates = np.vstack([space.sample_encoded(self.n_random, seed=rng),
                                 self._spray(incumbent, rng)])
@@ -225,8 +225,8 @@ class MixedAcquisitionOptimizer:
         neighbours = kernel.neighbour_points(X, owner, var_index, new_state)
         if self.space.is_conditional:
             # a move may (de)activate other variables: explicit, repaired points
-            self.space.enforce_conditions(neighbours, getattr(self, "_rng", None),
-                                          previously_active=self.space.active_columns(X)[owner])
+            # (fixed default values for what a move activates, so the search converges)
+            self.space.enforce_conditions(neighbours, previously_active=self.space.active_columns(X)[owner])
             values = self._score(gp, acquisition, neighbours)
         else:
             K_cross = kernel.neighbour_gram_batch(X, gp.X_train_, owner, var_index, new_state)

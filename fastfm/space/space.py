@@ -255,9 +255,11 @@ class Space:
         In topological order, every column that is inactive gets its inactive
         code, and every column that is active but was not (per
         ``previously_active``, or, for a discrete column, holds the inactive
-        state) gets a uniformly random value.  This is what a move that
-        changes a parent's value needs: its new children get values, its old
-        children are cleared.
+        state) gets a value: uniformly random with ``rng``, else a fixed
+        default (0.5 for a continuous column, state 0 for a discrete one), so
+        that a local search sees the same point for the same move every time.
+        This is what a move that changes a parent's value needs: its new
+        children get values, its old children are cleared.
 
         Parameters
         ----------
@@ -267,7 +269,7 @@ class Space:
         """
         if not self._conditions:
             return X
-        rng = np.random.default_rng(rng)
+        rng = None if rng is None else np.random.default_rng(rng)
         for name in self._topological_order:
             p = self._by_name[name]
             if name not in self._conditions:
@@ -283,7 +285,8 @@ class Space:
             if previously_active is not None:
                 needs_value |= active & ~previously_active[:, col]
             if needs_value.any():
-                X[needs_value, col] = p.sample_codes(rng, int(needs_value.sum()))
+                X[needs_value, col] = (p.sample_codes(rng, int(needs_value.sum())) if rng is not None
+                                       else (0.5 if p.is_continuous else 0.0))
         return X
 
     def prune(self, config):

@@ -142,7 +142,6 @@ def test_continuous_step_never_moves_an_inactive_coordinate(conditional_gp):
 def test_discrete_moves_that_change_activity_give_valid_points(conditional_gp):
     space, gp, _ = conditional_gp
     optimizer = MixedAcquisitionOptimizer(space)
-    optimizer._rng = np.random.default_rng(0)
     base = space.encode([{"model": "linear", "C": 1.0}, {"model": "svm", "C": 1.0, "kernel": "poly", "gamma": 0.1,
                                                          "degree": 3, "coef0": 0.5}])
     owner, var_index, new_state = optimizer._neighbourhoods(base)
@@ -158,7 +157,7 @@ def test_discrete_moves_that_change_activity_give_valid_points(conditional_gp):
 
 def test_optimize_returns_a_valid_new_point_on_a_conditional_space(conditional_gp):
     space, gp, X = conditional_gp
-    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8)
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8, max_rounds=10)   # short: a unit test
     result = optimizer.optimize(gp, _acq(gp), X[0], X, np.random.default_rng(1))
     space.validate_encoded(result.x)                 # consistent inactive codes
     assert not optimizer._is_duplicate(result.x, X)
