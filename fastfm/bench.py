@@ -324,6 +324,8 @@ def main(argv=None):
     hier.add_argument("--repeat", type=int, default=5)
     hier.add_argument("--threads", type=int, default=None, help="threads of the compiled backend (default: all)")
     hier.add_argument("--statistic", choices=sorted(STATISTICS), default="median")
+    hier.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                      help="cpu (process CPU time) with --threads 1 is the robust figure on a busy machine")
     args = parser.parse_args(argv)
 
     from ._config import config_context
@@ -331,7 +333,7 @@ def main(argv=None):
     if args.command == "hierarchical":
         print(_describe_machine())
         with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
-            run_hierarchical_benchmarks(args.sizes, args.repeat, statistic=args.statistic)
+            run_hierarchical_benchmarks(args.sizes, args.repeat, clock=args.clock, statistic=args.statistic)
         return 0
 
     if args.backend not in available_backends():

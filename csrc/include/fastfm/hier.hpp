@@ -8,11 +8,13 @@
 // with g the RBF or Matérn 5/2 profile.  The sines and cosines are computed
 // once per point (the embedding of paper Eq. 7), so a pair costs no
 // trigonometry; the squared embedding distance also avoids the cancellation
-// of 2 − 2cos(α − α') at small differences.
+// of 2 − 2cos(α − α') at small differences.  A row is processed against
+// chunks of kColumnChunk columns, one dimension at a time (vectorisable).
 //
 // Pure C++17 templates over the scalar type; no Python (bindings.cpp binds them).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,16 +41,21 @@ inline void hier_profile(int profile, T sq, T& g, T& dg) {
     }
 }
 
-// Per-point embedding data, row-major (point, dimension): the inner loop of a
-// pair runs over the dimensions of two rows.
+// Per-point embedding data in column (dimension-major) layout: entry (i, a) at
+// i * n_points + a, so that the inner loops run over contiguous points and
+// vectorise.  For a real dimension the stored sine and cosine ARE the
+// embedding (zero when inactive), which makes every case of d_i² one
+// branch-free expression:
+//   real:        d_i² = ω_i² ((s − s')² + (c − c')²)
+//   categorical: d_i² = ω_i² (m + m' − 2 m m' [v = v'])   (m = activity 0/1)
 template <typename T>
 struct HierPoints {
     std::size_t n_points = 0;
     std::size_t n_dims = 0;
-    std::vector<uint8_t> active;
+    std::vector<T> active;  // 0 or 1
     std::vector<T> angle;   // α = πρ x̂ (real dims) or the state index (categorical dims)
-    std::vector<T> sine;
-    std::vector<T> cosine;
+    std::vector<T> sine;    // sin α, 0 when inactive (real dims)
+    std::vector<T> cosine;  // cos α, 0 when inactive (real dims)
 
     // V, M: row-major (n_points, n_dims); rho_pi: (n_dims,)
     static HierPoints build(const T* V, const uint8_t* M, std::size_t n_points, std::size_t n_dims,
@@ -56,23 +63,28 @@ struct HierPoints {
         HierPoints pts;
         pts.n_points = n_points;
         pts.n_dims = n_dims;
-        pts.active.assign(M, M + n_points * n_dims);
-        pts.angle.resize(n_points * n_dims);
-        pts.sine.assign(n_points * n_dims, T(0));
-        pts.cosine.assign(n_points * n_dims, T(0));
+        const std::size_t size = n_points * n_dims;
+        pts.active.assign(size, T(0));
+        pts.angle.assign(size, T(0));
+        pts.sine.assign(size, T(0));
+        pts.cosine.assign(size, T(0));
         for (std::size_t a = 0; a < n_points; ++a)
             for (std::size_t i = 0; i < n_dims; ++i) {
-                const std::size_t k = a * n_dims + i;
+                const std::size_t k = i * n_points + a, row = a * n_dims + i;
+                pts.active[k] = M[row] ? T(1) : T(0);
                 if (is_real[i]) {
-                    pts.angle[k] = rho_pi[i] * V[k];
-                    pts.sine[k] = std::sin(pts.angle[k]);
-                    pts.cosine[k] = std::cos(pts.angle[k]);
+                    pts.angle[k] = rho_pi[i] * V[row];
+                    if (M[row]) {
+                        pts.sine[k] = std::sin(pts.angle[k]);
+                        pts.cosine[k] = std::cos(pts.angle[k]);
+                    }
                 } else {
-                    pts.angle[k] = V[k];
+                    pts.angle[k] = V[row];
                 }
             }
         return pts;
     }
+    const T* column(const std::vector<T>& values, std::size_t i) const { return values.data() + i * n_points; }
 };
 
 template <typename T>
@@ -86,52 +98,64 @@ struct HierProblem {
     int profile = kHierMatern52;
 };
 
-// d_i² for every dimension of the pair (a in p1, b in p2) into `terms`; returns Σ_i d_i².
+// d_i²(a, b + k) / ω_i² for k < m into `out` (b is a column of p2).
 template <typename T>
-inline T hier_pair_terms(const HierProblem<T>& pb, std::size_t a, std::size_t b, T* FASTFM_RESTRICT terms) {
-    const std::size_t n = pb.p1->n_dims;
-    const uint8_t* act1 = pb.p1->active.data() + a * n;
-    const uint8_t* act2 = pb.p2->active.data() + b * n;
-    const T* ang1 = pb.p1->angle.data() + a * n;
-    const T* ang2 = pb.p2->angle.data() + b * n;
-    const T* s1 = pb.p1->sine.data() + a * n;
-    const T* s2 = pb.p2->sine.data() + b * n;
-    const T* c1 = pb.p1->cosine.data() + a * n;
-    const T* c2 = pb.p2->cosine.data() + b * n;
-    T total = T(0);
-    for (std::size_t i = 0; i < n; ++i) {
-        T d2;
-        if (act1[i] && act2[i]) {
-            if (pb.is_real[i]) {
-                const T ds = s1[i] - s2[i];
-                const T dc = c1[i] - c2[i];
-                d2 = pb.omega2[i] * (ds * ds + dc * dc);
-            } else {
-                d2 = ang1[i] != ang2[i] ? T(2) * pb.omega2[i] : T(0);
-            }
-        } else {
-            d2 = act1[i] != act2[i] ? pb.omega2[i] : T(0);
+inline void hier_dimension_terms(const HierProblem<T>& pb, std::size_t i, std::size_t a, std::size_t b,
+                                 std::size_t m, T* FASTFM_RESTRICT out) {
+    const HierPoints<T>& p1 = *pb.p1;
+    const HierPoints<T>& p2 = *pb.p2;
+    if (pb.is_real[i]) {
+        const T sa = p1.column(p1.sine, i)[a], ca = p1.column(p1.cosine, i)[a];
+        const T* FASTFM_RESTRICT s2 = p2.column(p2.sine, i) + b;
+        const T* FASTFM_RESTRICT c2 = p2.column(p2.cosine, i) + b;
+        for (std::size_t k = 0; k < m; ++k) {
+            const T ds = sa - s2[k], dc = ca - c2[k];
+            out[k] = ds * ds + dc * dc;
         }
-        terms[i] = d2;
-        total += d2;
+    } else {
+        const T ma = p1.column(p1.active, i)[a], va = p1.column(p1.angle, i)[a];
+        const T* FASTFM_RESTRICT m2 = p2.column(p2.active, i) + b;
+        const T* FASTFM_RESTRICT v2 = p2.column(p2.angle, i) + b;
+        for (std::size_t k = 0; k < m; ++k) out[k] = ma + m2[k] - T(2) * ma * m2[k] * (va == v2[k] ? T(1) : T(0));
     }
-    return total;
 }
+
+// S_k = Σ_i d_i²(a, b + k) for k < m into `sq` (uses `terms` as scratch).
+template <typename T>
+inline void hier_squared_distances(const HierProblem<T>& pb, std::size_t a, std::size_t b, std::size_t m,
+                                   T* FASTFM_RESTRICT sq, T* FASTFM_RESTRICT terms) {
+    for (std::size_t k = 0; k < m; ++k) sq[k] = T(0);
+    for (std::size_t i = 0; i < pb.p1->n_dims; ++i) {
+        hier_dimension_terms(pb, i, a, b, m, terms);
+        const T w2 = pb.omega2[i];
+        for (std::size_t k = 0; k < m; ++k) sq[k] += w2 * terms[k];
+    }
+}
+
+template <typename T>
+struct HierWorkspace {
+    std::vector<T> sq, terms, weight;
+    HierWorkspace() : sq(kColumnChunk), terms(kColumnChunk), weight(kColumnChunk) {}
+};
 
 // K (n1 × n2, row-major); symmetric when pb.p2 == pb.p1 (each pair computed once, mirrored).
 template <typename T>
 void hier_gram(const HierProblem<T>& pb, T* K, int n_threads) {
-    const std::size_t n1 = pb.p1->n_points, n2 = pb.p2->n_points, n = pb.p1->n_dims;
+    const std::size_t n1 = pb.p1->n_points, n2 = pb.p2->n_points;
     const bool symmetric = pb.p1 == pb.p2;
     for_each_row_tile(
-        n1, kTileRows, n_threads, [&] { return std::vector<T>(n); },
-        [&](std::vector<T>& terms, std::size_t a0, std::size_t a1, std::size_t) {
+        n1, kTileRows, n_threads, [] { return HierWorkspace<T>(); },
+        [&](HierWorkspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t) {
             for (std::size_t a = a0; a < a1; ++a)
-                for (std::size_t b = symmetric ? a : 0; b < n2; ++b) {
-                    T g, dg;
-                    hier_profile(pb.profile, hier_pair_terms(pb, a, b, terms.data()) * pb.inv_lengthscale2, g, dg);
-                    K[a * n2 + b] = pb.variance * g;
-                    if (symmetric) K[b * n2 + a] = pb.variance * g;
+                for (std::size_t b0 = symmetric ? a : 0; b0 < n2; b0 += kColumnChunk) {
+                    const std::size_t m = std::min(kColumnChunk, n2 - b0);
+                    hier_squared_distances(pb, a, b0, m, ws.sq.data(), ws.terms.data());
+                    for (std::size_t k = 0; k < m; ++k) {
+                        T g, dg;
+                        hier_profile(pb.profile, ws.sq[k] * pb.inv_lengthscale2, g, dg);
+                        K[a * n2 + b0 + k] = pb.variance * g;
+                        if (symmetric) K[(b0 + k) * n2 + a] = pb.variance * g;
+                    }
                 }
         });
 }
@@ -143,36 +167,47 @@ void hier_gram(const HierProblem<T>& pb, T* K, int n_threads) {
 // summed in tile order, so the result does not depend on the thread count.
 template <typename T>
 void hier_grad_reduction(const HierProblem<T>& pb, const T* W, T* t, T* u, T* g_variance, int n_threads) {
-    const std::size_t N = pb.p1->n_points, n = pb.p1->n_dims;
+    const HierPoints<T>& pts = *pb.p1;
+    const std::size_t N = pts.n_points, n = pts.n_dims;
     const std::size_t n_tiles = (N + kTileRows - 1) / kTileRows;
     const std::size_t slot = 2 * n + 1;
     std::vector<T> partial(n_tiles * slot, T(0));
     for_each_row_tile(
-        N, kTileRows, n_threads, [&] { return std::vector<T>(n); },
-        [&](std::vector<T>& terms, std::size_t a0, std::size_t a1, std::size_t tile) {
+        N, kTileRows, n_threads, [] { return HierWorkspace<T>(); },
+        [&](HierWorkspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t tile) {
             T* acc_t = partial.data() + tile * slot;
             T* acc_u = acc_t + n;
             T& acc_var = acc_t[2 * n];
-            const T* ang = pb.p1->angle.data();
-            const T* sn = pb.p1->sine.data();
-            const T* cs = pb.p1->cosine.data();
-            const uint8_t* act = pb.p1->active.data();
             for (std::size_t a = a0; a < a1; ++a) {
                 acc_var += W[a * N + a] * pb.variance;  // r² = 0: g = 1
-                for (std::size_t b = a + 1; b < N; ++b) {
-                    const T w = W[a * N + b] + W[b * N + a];
-                    T g, dg;
-                    hier_profile(pb.profile, hier_pair_terms(pb, a, b, terms.data()) * pb.inv_lengthscale2, g, dg);
-                    acc_var += w * pb.variance * g;
-                    const T omega = w * pb.variance * dg * pb.inv_lengthscale2;
+                for (std::size_t b0 = a + 1; b0 < N; b0 += kColumnChunk) {
+                    const std::size_t m = std::min(kColumnChunk, N - b0);
+                    hier_squared_distances(pb, a, b0, m, ws.sq.data(), ws.terms.data());
+                    for (std::size_t k = 0; k < m; ++k) {
+                        const std::size_t b = b0 + k;
+                        const T w = W[a * N + b] + W[b * N + a];
+                        T g, dg;
+                        hier_profile(pb.profile, ws.sq[k] * pb.inv_lengthscale2, g, dg);
+                        acc_var += w * pb.variance * g;
+                        ws.weight[k] = w * pb.variance * dg * pb.inv_lengthscale2;  // Ω_ab
+                    }
                     for (std::size_t i = 0; i < n; ++i) {
-                        acc_t[i] += omega * terms[i];
-                        const std::size_t ka = a * n + i, kb = b * n + i;
-                        if (pb.is_real[i] && act[ka] && act[kb]) {
-                            // ∂/∂log ρ of ω²(2 − 2cos(α − α')) = 2ω² sin(α − α')(α − α')
-                            const T sin_diff = sn[ka] * cs[kb] - cs[ka] * sn[kb];
-                            acc_u[i] += omega * T(2) * pb.omega2[i] * sin_diff * (ang[ka] - ang[kb]);
-                        }
+                        hier_dimension_terms(pb, i, a, b0, m, ws.terms.data());
+                        T sum_t = T(0);
+                        for (std::size_t k = 0; k < m; ++k) sum_t += ws.weight[k] * ws.terms[k];
+                        acc_t[i] += pb.omega2[i] * sum_t;
+                        if (!pb.is_real[i]) continue;
+                        // ∂/∂log ρ of ω²(2 − 2cos(α − α')) = 2ω² sin(α − α')(α − α'); the sines and
+                        // cosines are 0 when inactive, so the product vanishes unless both are active
+                        const T sa = pts.column(pts.sine, i)[a], ca = pts.column(pts.cosine, i)[a];
+                        const T aa = pts.column(pts.angle, i)[a];
+                        const T* FASTFM_RESTRICT s2 = pts.column(pts.sine, i) + b0;
+                        const T* FASTFM_RESTRICT c2 = pts.column(pts.cosine, i) + b0;
+                        const T* FASTFM_RESTRICT a2 = pts.column(pts.angle, i) + b0;
+                        T sum_u = T(0);
+                        for (std::size_t k = 0; k < m; ++k)
+                            sum_u += ws.weight[k] * (sa * c2[k] - ca * s2[k]) * (aa - a2[k]);
+                        acc_u[i] += T(2) * pb.omega2[i] * sum_u;
                     }
                 }
             }
