@@ -145,9 +145,11 @@ class Optimizer:
     ----------
     space : Space
     kernel : str or Kernel, default "modlap"
-        A kernel name ("modlap", "moddif", "prodlap", ... see ``kernels.make_kernel``),
-        a kernel object, or "random" for random search.  On a space without
-        discrete variables the FM names fall back to Matern52 (FM needs a graph).
+        A kernel name ("modlap", "moddif", "prodlap", "hierarchical", ... see
+        ``kernels.make_kernel``), a kernel object, or "random" for random search.  On
+        a space without discrete variables the FM names fall back to Matern52 (FM
+        needs a graph).  On a conditional space (SPEC §3) "hierarchical" is the
+        kernel made for it; the FM kernels work there too.
     n_init : int, default 10
         Random initial points before the model is used.
     seed : int or None
