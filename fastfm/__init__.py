@@ -15,9 +15,9 @@ from .gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from ._backends import available_backends, backend_status
 from ._config import config_context, get_config, set_config
 from ._version import __version__
-from .exceptions import (FastFMError, FitError, InvalidConfigError, InvalidValueError, MissingParameterError,
-                         NotPositiveDefiniteError, NumericalError, OutOfBoundsError, SpaceDefinitionError,
-                         UnknownParameterError)
+from .exceptions import (FastFMError, FitError, InactiveParameterError, InvalidConfigError, InvalidValueError,
+                         MissingParameterError, NotPositiveDefiniteError, NumericalError, OutOfBoundsError,
+                         SpaceDefinitionError, UnknownParameterError)
 from .space import Categorical, Graph, Integer, Ordinal, Real, Set, Space
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "GaussianLogPrior", "JitterWarning", "benchmarks", "acquisition", "optim", "Real", "Integer", "Ordinal", "Categorical", "Graph", "Set", "kernels",
     "set_config", "get_config", "config_context", "show_config", "available_backends",
     "FastFMError", "SpaceDefinitionError", "InvalidConfigError", "UnknownParameterError",
-    "MissingParameterError", "OutOfBoundsError", "InvalidValueError", "FitError", "NotPositiveDefiniteError",
+    "MissingParameterError", "InactiveParameterError", "OutOfBoundsError", "InvalidValueError", "FitError", "NotPositiveDefiniteError",
     "NumericalError",
 ]
 

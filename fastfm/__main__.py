@@ -2,6 +2,10 @@
 
     python -m fastfm bench func3c --kernel modlap,moddif,random --budget 200 --seeds 5 --plot out.png
     python -m fastfm bench kmeansinit --kernel set,set-L3,vector,random,kmeans++ --budget 60
+    python -m fastfm bench deepbranch --kernel hierarchical,modlap,modlap-flat,random --budget 60
+
+A kernel name ending in "-flat" runs on ``problem.space.flattened()`` (every
+parameter always active; inactive values are dropped before evaluation).
     python -m fastfm info            # version, backends, OpenMP, threads
 """
 import argparse
@@ -20,11 +24,16 @@ def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwarg
     from .benchmarks.sets import run_set_method
 
     problem = get_problem(problem_name, **problem_kwargs)
+    space, objective, kernel_name = problem.space, problem, kernel
+    if kernel.endswith("-flat"):
+        # the conditional space flattened: the model sees every parameter, the objective only the active ones
+        space, kernel_name = problem.space.flattened(), kernel[: -len("-flat")]
+        objective = lambda config: problem(problem.space.prune(config))  # noqa: E731
     start = time.perf_counter()
     if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", "kmeans++"
         result = run_set_method(problem, kernel, budget, n_init, seed, progress)
     else:
-        result = minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
+        result = minimize(objective, space, n_iter=budget, n_init=n_init, kernel=kernel_name, seed=seed,
                           progress=progress)
     suggest = result.suggest_times[n_init:]
     return {
@@ -122,9 +131,12 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="run BO on a built-in benchmark problem")
-    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, setcoverage, setchamfer or kmeansinit")
-    b.add_argument("--kernel", default="modlap", help="comma-separated kernels (modlap, prodlap, moddif, ..., random); "
-                   "set problems: set, set-L<L>, vector, random, kmeans++ (kmeansinit)")
+    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, "
+                                   "setcoverage, setchamfer or kmeansinit")
+    b.add_argument("--kernel", default="modlap",
+                   help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
+                        "NAME-flat runs NAME on the flattened conditional space; "
+                        "set problems: set, set-L<L>, vector, random, kmeans++ (kmeansinit)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

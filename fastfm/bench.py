@@ -27,7 +27,7 @@ from ._backends.modulation import Modulation
 from .space import Categorical, Ordinal, Real, Space
 
 __all__ = ["benchmark_spaces", "kernel_inputs", "time_call", "run_kernel_benchmarks", "run_cross_benchmark",
-           "run_parallel_efficiency", "set_inputs", "run_set_benchmarks", "main"]
+           "run_parallel_efficiency", "set_inputs", "run_set_benchmarks", "run_hierarchical_benchmarks", "main"]
 
 # Hyperparameters of the benchmarked ModLap kernel: typical fitted values on
 # unit-cube inputs (the timing does not depend on them, except through overflow
@@ -290,6 +290,45 @@ def run_set_benchmarks(shape=DEFAULT_SET_SHAPE, subsample=DEFAULT_SET_SUBSAMPLE,
         print(f"{str(tuple(shape)):<20} {row['L']:>4} {row['gram_ms']:>9.2f}ms {row['numpy_gram_ms']:>9.1f}ms "
               f"{row['speedup']:>8.1f}x {row['gram_and_reduction_ms']:>11.2f}ms "
               f"{row['numpy_gram_and_reduction_ms']:>13.1f}ms", file=file, flush=True)
+
+
+def run_hierarchical_benchmarks(sizes=(200, 500, 1000, 2000), repeat=5, backend="cpp", numpy_max_n=500,
+                                clock="wall", statistic="median", file=sys.stdout):
+    """Time the Hierarchical (SPEC §3) Gram and Gram + fused reduction on the DeepBranch
+    space, ``backend`` vs the NumPy reference (up to ``numpy_max_n`` points), same inputs."""
+    from .benchmarks.conditional import DeepBranch
+    from .kernels import Hierarchical
+
+    fast, reference = get_backend(backend), get_backend("numpy")
+    space = DeepBranch().space
+    kernel = Hierarchical(space, gamma=0.7, rho=0.5, lengthscale=0.5)
+    timing = {"clock": clock, "statistic": statistic}
+    print(f"{'N':>5} {backend + ' Gram':>11} {'numpy Gram':>11} {'speed-up':>9} {'Gram+red':>10} "
+          f"{'numpy G+r':>10} {'speed-up':>9}", file=file)
+    rows = []
+    for n in sizes:
+        V, M = kernel._inputs(space.sample_encoded(n, seed=0))
+        A = np.random.default_rng(1).standard_normal((n, n))
+        W = 0.5 * (A + A.T) / n
+        args = kernel._args()
+
+        def gram(module):
+            return module.hier_gram(V, M, None, None, *args)
+
+        def both(module):
+            gram(module)
+            return module.hier_grad_reduction(V, M, W, *args)
+
+        t_gram, t_both = time_call(lambda: gram(fast), repeat, **timing), time_call(lambda: both(fast), repeat, **timing)
+        t_np_gram = t_np_both = float("nan")
+        if n <= numpy_max_n:
+            t_np_gram = time_call(lambda: gram(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0, **timing)
+            t_np_both = time_call(lambda: both(reference), min(repeat, MAX_NUMPY_REPEAT), warmup=0, **timing)
+        row = {"N": n, "gram_ms": 1e3 * t_gram, "numpy_gram_ms": 1e3 * t_np_gram, "gram_and_reduction_ms": 1e3 * t_both,
+               "numpy_gram_and_reduction_ms": 1e3 * t_np_both}
+        rows.append(row)
+        print(f"{n:>5} {1e3 * t_gram:>9.2f}ms {1e3 * t_np_gram:>9.1f}ms {t_np_gram / t_gram:>8.0f}x "
+              f"{1e3 * t_both:>8.2f}ms {1e3 * t_np_both:>8.1f}ms {t_np_both / t_both:>8.0f}x", file=file, flush=True)
     return rows
 
 
@@ -346,6 +385,13 @@ def main(argv=None):
         sub.add_argument("--statistic", choices=sorted(STATISTICS), default="median",
                          help="median of the repeats (default) or min (best of N: ~idle-machine time)")
         sub.add_argument("--clock", choices=sorted(CLOCKS), default="wall", help="wall (default) or cpu time")
+    hier = commands.add_parser("hierarchical", help="Hierarchical-kernel Gram and reduction timings, cpp vs numpy")
+    hier.add_argument("--sizes", type=int, nargs="+", default=[200, 500, 1000, 2000], metavar="N")
+    hier.add_argument("--repeat", type=int, default=5)
+    hier.add_argument("--threads", type=int, default=None, help="threads of the compiled backend (default: all)")
+    hier.add_argument("--statistic", choices=sorted(STATISTICS), default="median")
+    hier.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                      help="cpu (process CPU time) with --threads 1 is the robust figure on a busy machine")
     args = parser.parse_args(argv)
 
     from ._config import config_context
@@ -357,6 +403,11 @@ def main(argv=None):
         with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
             run_set_benchmarks(tuple(args.shape), args.subsample, args.repeat, not args.no_numpy, args.backend,
                                args.clock, args.statistic)
+        return 0
+    if args.command == "hierarchical":
+        print(_describe_machine())
+        with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
+            run_hierarchical_benchmarks(args.sizes, args.repeat, clock=args.clock, statistic=args.statistic)
         return 0
 
     if args.backend not in available_backends():

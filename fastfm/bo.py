@@ -37,6 +37,10 @@ DEFAULT_LOG_PRIORS = {
     "beta": (0.0, 2.0),
     "variance": (0.0, 1.0),
     "nn_variance": (0.0, 2.0),
+    # Hierarchical kernel (SPEC §3): γ, ρ ∈ (0, 1], log upper bound 0; centred on γ = 0.7
+    # (children weigh somewhat less than parents) and ρ = 0.5 (the kernel's defaults' scale)
+    "gamma": (math.log(0.7), 1.0),
+    "rho": (math.log(0.5), 1.0),
     "noise": (math.log(1e-3), 2.0),
 }
 
@@ -141,9 +145,11 @@ class Optimizer:
     ----------
     space : Space
     kernel : str or Kernel, default "modlap"
-        A kernel name ("modlap", "moddif", "prodlap", ... see ``kernels.make_kernel``),
-        a kernel object, or "random" for random search.  On a space without
-        discrete variables the FM names fall back to Matern52 (FM needs a graph).
+        A kernel name ("modlap", "moddif", "prodlap", "hierarchical", ... see
+        ``kernels.make_kernel``), a kernel object, or "random" for random search.  On
+        a space without discrete variables the FM names fall back to Matern52 (FM
+        needs a graph).  On a conditional space (SPEC §3) "hierarchical" is the
+        kernel made for it; the FM kernels work there too.
     n_init : int, default 10
         Random initial points before the model is used.
     seed : int or None

@@ -10,6 +10,7 @@ __all__ = [
     "InvalidConfigError",
     "UnknownParameterError",
     "MissingParameterError",
+    "InactiveParameterError",
     "OutOfBoundsError",
     "InvalidValueError",
     "BackendUnavailableError",
@@ -49,6 +50,10 @@ class MissingParameterError(InvalidConfigError, KeyError):
 
     def __str__(self):
         return self.args[0]
+
+
+class InactiveParameterError(InvalidConfigError):
+    """A configuration sets a conditional parameter that is inactive in it."""
 
 
 class OutOfBoundsError(InvalidConfigError):

@@ -31,5 +31,23 @@ def make_spaces():
     }
 
 
-SPACES = make_spaces()
 
+
+def make_conditional_space():
+    """A conditional space with nested conditions (model → kernel → degree → coef0) and
+    every parameter kind among its conditional parameters (SPEC §3)."""
+    return ff.Space([
+        ff.Categorical("model", ["linear", "svm", "mlp"]),
+        ff.Real("C", 1e-3, 1e3, log=True),
+        ff.Categorical("kernel", ["rbf", "poly", "sigmoid"], active_if={"model": ["svm"]}),
+        ff.Real("gamma", 1e-4, 1.0, log=True, active_if={"kernel": ["rbf", "poly"]}),
+        ff.Integer("degree", 2, 5, active_if={"kernel": "poly"}),
+        ff.Real("coef0", 0.0, 1.0, active_if={"degree": [3, 4, 5]}),
+        ff.Ordinal("n_layers", [1, 2], active_if={"model": ["mlp"]}),
+        ff.Graph("width1", 4, [(0, 1), (1, 2), (2, 3), (3, 0)], labels=[8, 16, 32, 64], active_if={"model": "mlp"}),
+        ff.Real("width2", 8.0, 64.0, active_if={"n_layers": [2]}),
+    ])
+
+
+# every kernel and backend test also runs on a conditional space (FM kernels included)
+SPACES = {**make_spaces(), "conditional": make_conditional_space()}

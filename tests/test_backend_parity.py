@@ -436,3 +436,83 @@ def test_bad_modulation_raises_value_error(cpp, small_problem):
         _cpp.fm_gram(C, D, None, None, tables, alphas, betas, variance, LAP_FAMILY, np.array([1.0]), 3.0)
     with pytest.raises(ValueError, match="modulation kind"):
         _cpp.fm_gram(C, D, None, None, tables, alphas, betas, variance, 7, np.array([1.0]), 2.0)
+
+
+# ------------------------------------------------------- hierarchical kernel (SPEC §3)
+def _hier_inputs(space, n, seed, base="matern52"):
+    """Backend inputs of a Hierarchical kernel with random hyperparameters, via the kernel itself."""
+    kernel = ff.kernels.Hierarchical(space, base=base, backend="numpy")
+    rng = np.random.default_rng(seed)
+    b = kernel.bounds
+    kernel.theta = rng.uniform(b[:, 0] + 0.1 * (b[:, 1] - b[:, 0]), b[:, 1])
+    X = space.sample_encoded(n, seed=seed)
+    if n > 4:
+        X[4] = X[1]                     # a repeated point: zero distance
+    V, M = kernel._inputs(X)
+    return V, M, kernel._args()
+
+
+@pytest.mark.parametrize("base", ["rbf", "matern52"])
+def test_hier_gram(cpp, any_space, base):
+    V, M, args = _hier_inputs(any_space, 41, seed=21, base=base)
+    V2, M2, _ = _hier_inputs(any_space, 150, seed=22, base=base)
+    expected = numpy_backend.hier_gram(V, M, None, None, *args)
+    actual = cpp.hier_gram(V, M, None, None, *args)
+    assert_close(actual, expected)
+    np.testing.assert_array_equal(actual, actual.T)
+    assert_close(cpp.hier_gram(V, M, V2, M2, *args), numpy_backend.hier_gram(V, M, V2, M2, *args))
+
+
+@pytest.mark.parametrize("base", ["rbf", "matern52"])
+def test_hier_grad_reduction(cpp, any_space, base):
+    V, M, args = _hier_inputs(any_space, 37, seed=23, base=base)
+    rng = np.random.default_rng(24)
+    W = rng.normal(size=(len(V), len(V)))
+    W = W + W.T
+    t, u, g_var = numpy_backend.hier_grad_reduction(V, M, W, *args)
+    t_cpp, u_cpp, g_var_cpp = cpp.hier_grad_reduction(V, M, W, *args)
+    # rounding bound of each sum: the same sums over |W|
+    t_scale, u_scale, var_scale = numpy_backend.hier_grad_reduction(V, M, np.abs(W), *args)
+    assert_close(t_cpp, t, scale=np.abs(t_scale), err_msg="t")
+    assert_close(u_cpp, u, scale=np.abs(u_scale), err_msg="u")
+    assert_close(g_var_cpp, g_var, scale=abs(var_scale), err_msg="g_variance")
+
+
+def test_hier_results_do_not_depend_on_the_thread_count(cpp):
+    space = SPACES["conditional"]
+    V, M, args = _hier_inputs(space, 300, seed=25)
+    W = np.ones((300, 300))
+    from fastfm import _cpp
+    one = _cpp.hier_grad_reduction(V, M, W, *args, num_threads=1)
+    two = _cpp.hier_grad_reduction(V, M, W, *args, num_threads=2)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(_cpp.hier_gram(V, M, None, None, *args, num_threads=1),
+                                  _cpp.hier_gram(V, M, None, None, *args, num_threads=2))
+
+
+def test_hier_bad_inputs_name_the_argument(cpp):
+    V, M, args = _hier_inputs(SPACES["conditional"], 5, seed=26)
+    with pytest.raises(ValueError, match="M1 must have the shape of V1"):
+        cpp.hier_gram(V, M[:, :-1], None, None, *args)
+    with pytest.raises(ValueError, match="omega must have shape"):
+        cpp.hier_gram(V, M, None, None, args[0], args[1][:-1], *args[2:])
+    with pytest.raises(ValueError, match="W must have shape"):
+        cpp.hier_grad_reduction(V, M, np.ones((4, 4)), *args)
+    with pytest.raises(ValueError, match="profile"):
+        cpp.hier_gram(V, M, None, None, *args[:-1], 7)
+
+
+def test_hierarchical_kernel_uses_the_cpp_backend(cpp, monkeypatch):
+    """With backend="cpp" the kernel's Gram and reduction run in C++ (not the reference)."""
+    calls = []
+    for name in ("hier_gram", "hier_grad_reduction"):
+        original = getattr(cpp, name)
+        monkeypatch.setattr(cpp, name, lambda *a, _f=original, _n=name: calls.append(_n) or _f(*a))
+    space = SPACES["conditional"]
+    kernel = ff.kernels.Hierarchical(space, backend="cpp")
+    X = space.sample_encoded(20, seed=27)
+    W = np.eye(20)
+    np.testing.assert_allclose(kernel(X), ff.kernels.Hierarchical(space, backend="numpy")(X), rtol=1e-12)
+    kernel.gradient_reduction(X, W)
+    assert calls == ["hier_gram", "hier_grad_reduction"]

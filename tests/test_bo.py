@@ -124,3 +124,62 @@ def test_bad_arguments():
         ff.Optimizer(space, hyperparameter_prior="strong")
     with pytest.raises(ValueError, match="n_iter"):
         ff.minimize(lambda c: 0.0, space, n_iter=0)
+
+
+# ------------------------------------------------------------ conditional spaces (SPEC §3)
+def _svm_like_space():
+    return ff.Space([
+        ff.Categorical("kernel", ["linear", "rbf", "poly"]),
+        ff.Real("C", 1e-2, 1e2, log=True),
+        ff.Real("gamma", 1e-4, 1.0, log=True, active_if={"kernel": ["rbf", "poly"]}),
+        ff.Integer("degree", 2, 4, active_if={"kernel": "poly"}),
+    ])
+
+
+def _svm_like(config):
+    value = (np.log10(config["C"]) - 1.0) ** 2
+    if "gamma" in config:
+        value += (np.log10(config["gamma"]) + 2.0) ** 2 - 1.0
+    return value + 0.5 * (config.get("degree", 3) - 3) ** 2
+
+
+@pytest.mark.parametrize("kernel", ["hierarchical", "modlap"])
+def test_ask_returns_exactly_the_active_parameters(kernel):
+    space = _svm_like_space()
+    opt = ff.Optimizer(space, kernel=kernel, n_init=5, seed=0, n_restarts=2, acq_options=FAST)
+    for _ in range(12):
+        config = opt.ask()
+        assert set(config) == {name for name, on in space.is_active(config).items() if on}
+        opt.tell(config, _svm_like(config))
+    assert opt.last_suggestion_info["source"] == "model"
+    assert isinstance(opt._gp.kernel_, ff.kernels.Hierarchical if kernel == "hierarchical" else ff.kernels.ModLap)
+
+
+def test_minimize_with_the_hierarchical_kernel_improves_on_its_initial_design():
+    space = _svm_like_space()
+    res = ff.minimize(_svm_like, space, n_iter=25, n_init=8, kernel="hierarchical", seed=0, progress=False,
+                      n_restarts=2, acq_options=FAST)
+    values = np.array([v for _, v, _ in res.history])
+    assert values[8:].min() < values[:8].min()
+    assert res.n_failed == 0
+
+
+def test_tell_rejects_inactive_and_missing_conditional_parameters():
+    space = _svm_like_space()
+    opt = ff.Optimizer(space, n_init=2, seed=0)
+    with pytest.raises(ff.InactiveParameterError, match="'gamma'"):
+        opt.tell({"kernel": "linear", "C": 1.0, "gamma": 0.1}, 1.0)
+    with pytest.raises(ff.MissingParameterError, match="'degree'"):
+        opt.tell({"kernel": "poly", "C": 1.0, "gamma": 0.1}, 1.0)
+    assert opt.n_told == 0
+    opt.tell({"kernel": "poly", "C": 1.0, "gamma": 0.1, "degree": 2}, 1.0)
+    assert opt.n_told == 1
+
+
+def test_default_prior_covers_the_hierarchical_kernel():
+    kernel = ff.kernels.Hierarchical(_svm_like_space())
+    prior = ff.bo.default_hyperparameter_prior(kernel)
+    theta = np.append(kernel.theta, np.log(1e-3))
+    assert np.all(np.isfinite(prior(theta)[1]))
+    # γ is centred inside its (0, 1] range, not at the log midpoint of its bounds
+    assert prior.mean[0] == pytest.approx(np.log(0.7))

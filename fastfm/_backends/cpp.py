@@ -149,3 +149,25 @@ def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
     N, m = np.shape(A)[:2]
     return _cpp.set_grad_reduction_and_weighted_gram(A, W, length_scale, float(nu),
                                                      _set_threads(N * (N + 1) // 2 * m * m))
+
+
+# ------------------------------------------------- hierarchical kernel (SPEC §3)
+def _hier_threads(n_pairs, n_dims):
+    """Thread count for a hierarchical call over ``n_pairs`` pairs (≈ one term per dimension)."""
+    configured = int(get_config()["num_threads"])
+    if configured == 1:
+        return 1
+    return 1 if n_pairs * (n_dims + 1) < PARALLEL_MIN_TERMS else configured
+
+
+def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """The hierarchical-kernel Gram (see ``numpy_backend.hier_gram``)."""
+    n_pairs = len(V1) * (len(V1) + 1) // 2 if V2 is None else len(V1) * len(V2)
+    return _cpp.hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, float(lengthscale), float(variance), int(profile),
+                          _hier_threads(n_pairs, V1.shape[1]))
+
+
+def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """(t, u, g_variance) of ``numpy_backend.hier_grad_reduction``."""
+    return _cpp.hier_grad_reduction(V, M, W, is_real, omega, rho_pi, float(lengthscale), float(variance),
+                                    int(profile), _hier_threads(len(V) * (len(V) + 1) // 2, V.shape[1]))

@@ -433,3 +433,93 @@ def set_diag_gradient(A, length_scale, nu=2.5):
     d_loglength = -2.0 / (m * m) * np.einsum("aij,aijk->ak", slope, diff * diff)
     d_points = 4.0 / (m * m) * np.einsum("aij,aijk->aik", slope, diff) / length_scale[None, None, :]
     return diag, d_loglength, d_points
+
+# ---------------------------------------------------------------------------
+# Hierarchical (conditional-space) kernel, SPEC §3 (Hutter & Osborne 2013).
+#
+# Argument conventions
+# --------------------
+# V1, V2 : (N, n_dims), (M, n_dims) float64
+#     Per encoded column: x̂ (the unit-scaled value, times 1/(n−1) for an ordinal)
+#     for "real" columns, the state index for categorical ones.  Values of
+#     inactive entries are ignored.
+# M1, M2 : (N, n_dims), (M, n_dims) uint8   activity of each entry (1 = active).
+# is_real : (n_dims,) uint8;  omega : (n_dims,) ω_i;  rho_pi : (n_dims,) π ρ_i (0 for categorical)
+# lengthscale, variance : float;  profile : 0 = RBF, 1 = Matérn 5/2
+# K = σ² g(r²), r² = Σ_i d_i² / ℓ², d_i of SPEC §3.
+# ---------------------------------------------------------------------------
+HIER_PROFILES = ("rbf", "matern52")
+
+
+def _hier_profile(profile, sq):
+    from ..kernels.continuous import matern52_profile, rbf_profile
+    return (rbf_profile, matern52_profile)[int(profile)](sq)
+
+
+def hier_distance_terms(V1, M1, V2, M2, is_real, omega, rho_pi, with_derivatives=False):
+    """Per-dimension squared distances d_i² (N, M, n_dims) and, optionally, ∂d_i²/∂log ρ_i.
+
+    d_i² = 0 (both inactive), ω_i² (one active), ω_i²(2 − 2cos(πρ_i(x̂ − x̂'))) (both active,
+    real), 2ω_i²[v ≠ v'] (both active, categorical): the squared distance of the embeddings
+    ω_i(sin πρ_i x̂, cos πρ_i x̂) and ω_i e_v (Hutter & Osborne 2013, Eqs. 6–7).
+    """
+    V2 = V1 if V2 is None else V2
+    M2 = M1 if M2 is None else M2
+    n_dims = V1.shape[1]
+    D2 = np.zeros((V1.shape[0], V2.shape[0], n_dims))
+    dD2 = np.zeros_like(D2) if with_derivatives else None
+    for i in range(n_dims):
+        a1, a2 = M1[:, i, None].astype(bool), M2[None, :, i].astype(bool)
+        both = a1 & a2
+        w2 = omega[i] ** 2
+        if is_real[i]:
+            delta = rho_pi[i] * (V1[:, i, None] - V2[None, :, i])
+            both_term = w2 * (2.0 - 2.0 * np.cos(delta))
+            if with_derivatives:
+                dD2[:, :, i] = np.where(both, w2 * 2.0 * np.sin(delta) * delta, 0.0)
+        else:
+            both_term = w2 * 2.0 * (V1[:, i, None] != V2[None, :, i])
+        D2[:, :, i] = np.where(both, both_term, np.where(a1 != a2, w2, 0.0))
+    return D2, dD2
+
+
+def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """The hierarchical-kernel Gram K (N, M) (or (N, N) when V2 is None)."""
+    D2, _ = hier_distance_terms(V1, M1, V2, M2, is_real, omega, rho_pi)
+    g, _ = _hier_profile(profile, D2.sum(axis=2) / lengthscale ** 2)
+    return variance * g
+
+
+def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """Weighted sums of the hierarchical Gram derivatives (the N×N×n tensor is never needed).
+
+    With Ω_ab = W_ab σ² g'(r²_ab)/ℓ²:
+
+    Returns
+    -------
+    t : (n_dims,)   Σ_ab Ω_ab d_i²(a, b); since d_i² ∝ ω_i², Σ W ∂K/∂log γ_j = 2 Σ_{i: j ∈ anc(i)∪{i}} t_i,
+                    and Σ W ∂K/∂log ℓ = −2 Σ_i t_i
+    u : (n_dims,)   Σ_ab Ω_ab ∂d_i²/∂log ρ_i  (= Σ W ∂K/∂log ρ_i; 0 for categorical dims)
+    g_variance : float   Σ W∘K
+    """
+    D2, dD2 = hier_distance_terms(V, M, None, None, is_real, omega, rho_pi, with_derivatives=True)
+    g, dg = _hier_profile(profile, D2.sum(axis=2) / lengthscale ** 2)
+    Omega = W * variance * dg / lengthscale ** 2
+    t = np.einsum("ab,abi->i", Omega, D2)
+    u = np.einsum("ab,abi->i", Omega, dD2)
+    return t, u, float(np.sum(W * variance * g))
+
+
+def hier_cross_gradient(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """K(X1, X2) (M, N) and ∂K[m, n]/∂V1[m, i] (M, N, n_dims); zero where dim i is not real
+    or not active in both points."""
+    D2, _ = hier_distance_terms(V1, M1, V2, M2, is_real, omega, rho_pi)
+    g, dg = _hier_profile(profile, D2.sum(axis=2) / lengthscale ** 2)
+    dK = np.zeros(D2.shape)
+    for i in np.flatnonzero(is_real):
+        both = M1[:, i, None].astype(bool) & M2[None, :, i].astype(bool)
+        delta = rho_pi[i] * (V1[:, i, None] - V2[None, :, i])
+        # ∂/∂x̂ of ω²(2 − 2cos(πρ(x̂ − x̂'))) = 2ω² sin(πρ(x̂ − x̂'))·πρ
+        dK[:, :, i] = np.where(both, 2.0 * omega[i] ** 2 * np.sin(delta) * rho_pi[i], 0.0)
+    dK *= (variance * dg / lengthscale ** 2)[:, :, None]
+    return variance * g, dK

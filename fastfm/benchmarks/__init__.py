@@ -4,16 +4,19 @@
 >>> problem = get_problem("func2c")
 >>> y = problem(problem.space.sample(1, seed=0)[0])
 
-The hyperparameter problems ("svm", "xgboost") and "kmeansinit" need ``pip install fastfm[bench]``.
-Set-valued problems ("setcoverage", "setchamfer", "kmeansinit") are in ``fastfm.benchmarks.sets``.
+The hyperparameter problems ("svm", "xgboost", "modelselection") and "kmeansinit" need ``pip install fastfm[bench]``.
+"deepbranch" and "modelselection" have conditional spaces (SPEC §3); set-valued problems
+("setcoverage", "setchamfer", "kmeansinit") are in ``fastfm.benchmarks.sets`` (SPEC §4).
 """
 from .base import PROBLEMS, Problem, get_problem
+from .conditional import DeepBranch, ModelSelection
 from .hpo import SVM, XGBoost
 from .sets import KMeansInit, SetChamfer, SetCoverage
 from .synthetic import Ackley5C, Func2C, Func3C, beale, rosenbrock, six_hump_camel
 
 __all__ = [
     "Problem", "PROBLEMS", "get_problem",
-    "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost", "SetCoverage", "SetChamfer", "KMeansInit",
+    "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost", "DeepBranch", "ModelSelection", "SetCoverage", "SetChamfer",
+    "KMeansInit",
     "rosenbrock", "six_hump_camel", "beale",
 ]

@@ -104,6 +104,9 @@ _REGISTRY = {
     "ackley5c": ("fastfm.benchmarks.synthetic", "Ackley5C"),
     "svm": ("fastfm.benchmarks.hpo", "SVM"),
     "xgboost": ("fastfm.benchmarks.hpo", "XGBoost"),
+    # conditional spaces (SPEC §3), then set-valued ones (SPEC §4)
+    "deepbranch": ("fastfm.benchmarks.conditional", "DeepBranch"),
+    "modelselection": ("fastfm.benchmarks.conditional", "ModelSelection"),
     "setcoverage": ("fastfm.benchmarks.sets", "SetCoverage"),
     "setchamfer": ("fastfm.benchmarks.sets", "SetChamfer"),
     "kmeansinit": ("fastfm.benchmarks.sets", "KMeansInit"),

@@ -3,13 +3,14 @@ from .base import Hyperparameter, Kernel, Product, Sum
 from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
 from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
+from .hierarchical import Hierarchical
 from .sets import SetKernel, SpaceProduct, SubspaceKernel, set_space_kernel
 
 __all__ = [
     "Kernel", "Hyperparameter", "Sum", "Product",
     "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
-    "RBF", "Matern52",
+    "RBF", "Matern52", "Hierarchical",
     "SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
     "make_kernel",
 ]
@@ -17,7 +18,7 @@ __all__ = [
 _BY_NAME = {
     "modlap": ModLap, "moddif": ModDif, "modnn": ModNN, "fm": FMKernel,
     "prodlap": ProdLap, "addlap": AddLap, "proddif": ProdDif, "adddif": AddDif,
-    "rbf": RBF, "matern52": Matern52,
+    "rbf": RBF, "matern52": Matern52, "hierarchical": Hierarchical,
 }
 
 

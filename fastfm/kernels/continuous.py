@@ -3,7 +3,22 @@ import numpy as np
 
 from ._space_kernel import LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 
-__all__ = ["RBF", "Matern52"]
+__all__ = ["RBF", "Matern52", "rbf_profile", "matern52_profile"]
+
+
+def rbf_profile(sq):
+    """(g, dg/d(d²)) of the squared exponential g = exp(−d²/2)."""
+    g = np.exp(-0.5 * sq)
+    return g, -0.5 * g
+
+
+def matern52_profile(sq):
+    """(g, dg/d(d²)) of Matérn 5/2, g = (1 + √5 d + 5d²/3) exp(−√5 d)."""
+    d = np.sqrt(sq)
+    e = np.exp(-np.sqrt(5.0) * d)
+    g = (1.0 + np.sqrt(5.0) * d + 5.0 / 3.0 * sq) * e
+    # dg/d(d²) = −(5/6)(1 + √5 d) e^(−√5 d)
+    return g, -(5.0 / 6.0) * (1.0 + np.sqrt(5.0) * d) * e
 
 
 class _Stationary(SpaceKernel):
@@ -76,16 +91,11 @@ class RBF(_Stationary):
     """k = σ² exp(−d²/2) on the continuous columns of ``space`` (discrete columns are ignored)."""
 
     def _profile(self, sq):
-        g = np.exp(-0.5 * sq)
-        return g, -0.5 * g
+        return rbf_profile(sq)
 
 
 class Matern52(_Stationary):
     """k = σ² (1 + √5 d + 5d²/3) exp(−√5 d) on the continuous columns of ``space``."""
 
     def _profile(self, sq):
-        d = np.sqrt(sq)
-        e = np.exp(-np.sqrt(5.0) * d)
-        g = (1.0 + np.sqrt(5.0) * d + 5.0 / 3.0 * sq) * e
-        # dg/d(d²) = −(5/6)(1 + √5 d) e^(−√5 d)
-        return g, -(5.0 / 6.0) * (1.0 + np.sqrt(5.0) * d) * e
+        return matern52_profile(sq)

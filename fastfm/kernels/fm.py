@@ -13,6 +13,17 @@ a reparameterisation of the paper's σ² (same family of functions, same
 positive-definiteness and FM principle) that keeps ``variance`` on the scale
 of standardised y whatever the β_p: without it a Gram diagonal can be
 (1/17)^5 on Ackley5C and σ² would need to span ten decades.
+
+On a conditional space (SPEC §3) the FM kernels need nothing of their own:
+the ``Space`` encoding already gives every inactive value a defined place
+(see ``fastfm.space.space``).  An inactive continuous dimension is encoded
+as 0, so two configs that both lack it are equal there; an inactive discrete
+variable takes an extra "inactive" vertex of its graph, joined to every
+state (for a nominal variable the graph stays complete: "inactive" is one
+more category).  The graphs are still connected and the same Eq. 5 is used,
+so positive definiteness and the frequency modulation principle (FM-P3: every
+factor ≥ 0, the kernel decreasing in the continuous distance) carry over
+unchanged; ``tests/kernels/test_fm_principle.py`` checks both on one.
 """
 import numpy as np
 

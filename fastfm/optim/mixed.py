@@ -11,6 +11,16 @@
    ``gen_candidates_scipy`` approach), so one scipy call serves all of them.
 3. Return the best point that is not already evaluated or pending.
 
+On a conditional space (SPEC §3) every point stays valid: random and spray
+points respect the conditions, the continuous step never moves an inactive
+coordinate (its L-BFGS-B bounds pin it to its inactive code), inactive
+discrete variables have no graph moves, and a move that changes which
+variables are active clears the children it deactivates and gives the ones it
+activates fixed default values (``Space.enforce_conditions``; spray points draw them at
+random instead).  Such neighbours differ
+from their base point in more than one column, so on conditional spaces they
+are scored as explicit points rather than through shared factors.
+
 Every acquisition here is MAXIMISED.
 """
 from dataclasses import dataclass
@@ -127,16 +137,22 @@ class MixedAcquisitionOptimizer:
         if self.n_spray == 0 or incumbent is None:
             return np.zeros((0, space.n_dims))
         S = np.repeat(np.asarray(incumbent, dtype=float)[None, :], self.n_spray, axis=0)
+        active = space.active_columns(S)
         cont = space.continuous_dims
         if len(cont):
-            S[:, cont] = np.clip(S[:, cont] + rng.normal(0.0, SPRAY_CONTINUOUS_STD, (self.n_spray, len(cont))), 0.0, 1.0)
+            moved = np.clip(S[:, cont] + rng.normal(0.0, SPRAY_CONTINUOUS_STD, (self.n_spray, len(cont))), 0.0, 1.0)
+            S[:, cont] = np.where(active[:, cont], moved, S[:, cont])     # inactive coordinates stay put
         if space.n_discrete:
             for row in range(0, self.n_spray, 2):
-                p = rng.integers(space.n_discrete)
+                movable = np.flatnonzero(active[row, space.n_continuous:])
+                if not len(movable):
+                    continue
+                p = rng.choice(movable)
                 col = space.n_continuous + p
                 adjacent = space.neighbours[p][int(S[row, col])]
                 if len(adjacent):
                     S[row, col] = rng.choice(adjacent)
+            space.enforce_conditions(S, rng, previously_active=active)
         return S
 
     def _score(self, gp, acquisition, X):
@@ -225,10 +241,16 @@ class MixedAcquisitionOptimizer:
         if len(owner) == 0:
             return X.copy(), current.copy()
         kernel = gp.kernel_
-        K_cross = kernel.neighbour_gram_batch(X, gp.X_train_, owner, var_index, new_state)
         neighbours = kernel.neighbour_points(X, owner, var_index, new_state)
-        mu, sigma = gp.predict_standardized_from_cross(K_cross, kernel.diag(neighbours))
-        values = acquisition(mu, sigma)[0]
+        if self.space.is_conditional:
+            # a move may (de)activate other variables: explicit, repaired points
+            # (fixed default values for what a move activates, so the search converges)
+            self.space.enforce_conditions(neighbours, previously_active=self.space.active_columns(X)[owner])
+            values = self._score(gp, acquisition, neighbours)
+        else:
+            K_cross = kernel.neighbour_gram_batch(X, gp.X_train_, owner, var_index, new_state)
+            mu, sigma = gp.predict_standardized_from_cross(K_cross, kernel.diag(neighbours))
+            values = acquisition(mu, sigma)[0]
         best_X, best_values = X.copy(), current.copy()
         # best neighbour per row: sort by (owner, value) and take each owner's last entry
         order = np.lexsort((values, owner))
@@ -253,9 +275,12 @@ class MixedAcquisitionOptimizer:
             return -float(np.sum(value)), -grad.ravel()
 
         x0 = X[:, :nc].ravel()
-        result = minimize(negative_total, x0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * x0.size,
+        # an inactive coordinate is pinned to its value (its inactive code): it never moves
+        active = self.space.active_columns(X)[:, :nc].ravel()
+        bounds = [(0.0, 1.0) if on else (x, x) for on, x in zip(active, x0)]
+        result = minimize(negative_total, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                           options={"maxiter": self.lbfgs_iterations_per_round})
-        C = np.clip(result.x.reshape(m, nc), 0.0, 1.0)
+        C = np.where(active.reshape(m, nc), np.clip(result.x.reshape(m, nc), 0.0, 1.0), X[:, :nc])
         Z = fixed.copy()
         Z[:, :nc] = C
         mu, sigma = gp.predict_standardized(Z)
@@ -266,10 +291,15 @@ class MixedAcquisitionOptimizer:
         what is left; otherwise draw fresh random points."""
         space = self.space
         if space.n_continuous == 0:
-            total = int(np.prod(space.n_states.astype(float)))
+            # the real states of each variable; inactive ones are then set by the conditions
+            real_states = [p.n_states for p in space.discrete_params]
+            total = int(np.prod(np.array(real_states, dtype=float)))
             if total <= 1_000_000:
-                grids = np.meshgrid(*[np.arange(n) for n in space.n_states], indexing="ij")
+                grids = np.meshgrid(*[np.arange(n) for n in real_states], indexing="ij")
                 all_points = np.stack([g.ravel() for g in grids], axis=1).astype(float)
+                if space.is_conditional:
+                    all_points = np.unique(space.enforce_conditions(all_points), axis=0)
+                    total = len(all_points)
                 seen = {tuple(row) for row in exclude}
                 left = np.array([row for row in all_points if tuple(row) not in seen]).reshape(-1, space.n_dims)
                 if len(left) == 0:

@@ -16,7 +16,8 @@ from scipy.sparse.csgraph import connected_components
 
 from ..exceptions import SpaceDefinitionError
 
-__all__ = ["GraphSpectrum", "complete_graph_spectrum", "path_graph_spectrum", "custom_graph_spectrum"]
+__all__ = ["GraphSpectrum", "complete_graph_spectrum", "path_graph_spectrum", "custom_graph_spectrum",
+           "graph_spectrum_from_adjacency"]
 
 # Relative tolerance under which two eigenvalues are treated as equal.
 _EIGENVALUE_GROUP_RTOL = 1e-9
@@ -104,6 +105,11 @@ def _laplacian(adjacency, normalized):
         return np.diag(degree) - adjacency
     inv_sqrt = 1.0 / np.sqrt(degree)
     return np.eye(len(degree)) - inv_sqrt[:, None] * adjacency * inv_sqrt[None, :]
+
+
+def graph_spectrum_from_adjacency(adjacency, normalized=False):
+    """Spectrum of a connected graph given by its symmetric, non-negative adjacency matrix."""
+    return _from_laplacian("custom", _laplacian(np.asarray(adjacency, dtype=float), normalized), normalized)
 
 
 def complete_graph_spectrum(n_states, normalized=False):

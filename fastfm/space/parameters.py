@@ -2,6 +2,12 @@
 
 Continuous parameters encode to the unit interval (after an optional log
 transform); discrete parameters encode to a state index 0..n-1 of their graph.
+
+Any parameter can be *conditional* (SPEC §3): ``active_if={"kernel": ["rbf", "poly"]}``
+makes it exist only when the discrete parameter ``kernel`` is active and takes
+one of the listed values; several entries must all hold.  The ``Space``
+resolves the names, checks the conditions form a DAG and defines the encoding
+of inactive values (see ``fastfm.space.space``).
 """
 import math
 import numbers
@@ -10,7 +16,7 @@ from functools import cached_property
 import numpy as np
 
 from ..exceptions import InvalidValueError, OutOfBoundsError, SpaceDefinitionError
-from .graphs import complete_graph_spectrum, custom_graph_spectrum, path_graph_spectrum
+from .graphs import complete_graph_spectrum, custom_graph_spectrum, graph_spectrum_from_adjacency, path_graph_spectrum
 
 __all__ = ["Parameter", "Real", "Integer", "Ordinal", "Categorical", "Graph"]
 
@@ -25,17 +31,54 @@ def _is_real_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _check_conditions(name, active_if):
+    """Normalise ``active_if`` to {parent name: tuple of allowed values}, or None.
+
+    Only the form is checked here; the ``Space`` checks that every parent
+    exists, is discrete, and that the allowed values are among its values.
+    """
+    if active_if is None:
+        return None
+    if not isinstance(active_if, dict) or not active_if:
+        raise SpaceDefinitionError(
+            f"parameter {name!r}: active_if must be a non-empty dict {{parent name: allowed values}}, "
+            f"got active_if={active_if!r}")
+    conditions = {}
+    for parent, allowed in active_if.items():
+        if not isinstance(parent, str) or not parent:
+            raise SpaceDefinitionError(f"parameter {name!r}: active_if key {parent!r} is not a parameter name")
+        if parent == name:
+            raise SpaceDefinitionError(f"parameter {name!r}: active_if names the parameter itself")
+        if isinstance(allowed, (str, bytes)) or not isinstance(allowed, (list, tuple, set, frozenset, range)):
+            allowed = [allowed]   # a single allowed value
+        allowed = tuple(allowed)
+        if not allowed:
+            raise SpaceDefinitionError(
+                f"parameter {name!r}: active_if[{parent!r}] lists no values, so it could never be active")
+        conditions[parent] = allowed
+    return conditions
+
+
 class Parameter:
     """Base class: a named variable of a search space."""
 
     is_continuous = False
     n_columns = 1   # encoded columns the parameter occupies (a Set takes n_points·dim)
 
-    def __init__(self, name):
+    def __init__(self, name, active_if=None):
         self.name = _check_name(name)
+        self.active_if = _check_conditions(self.name, active_if)
+
+    @property
+    def is_conditional(self):
+        """True when the parameter has an ``active_if`` condition."""
+        return bool(self.active_if)
 
     def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self._repr_fields().items())
+        fields = dict(self._repr_fields())
+        if self.active_if:
+            fields["active_if"] = {k: list(v) for k, v in self.active_if.items()}
+        args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"{type(self).__name__}({self.name!r}, {args})"
 
     def _repr_fields(self):
@@ -62,8 +105,8 @@ class Real(Parameter):
 
     is_continuous = True
 
-    def __init__(self, name, low, high, log=False):
-        super().__init__(name)
+    def __init__(self, name, low, high, log=False, active_if=None):
+        super().__init__(name, active_if)
         for label, bound in (("low", low), ("high", high)):
             if not _is_real_number(bound) or not math.isfinite(bound):
                 raise SpaceDefinitionError(f"Real {name!r}: {label} must be a finite number, got {bound!r}")
@@ -115,8 +158,8 @@ class _DiscreteParameter(Parameter):
 
     graph_kind = None
 
-    def __init__(self, name, normalized_laplacian=False):
-        super().__init__(name)
+    def __init__(self, name, normalized_laplacian=False, active_if=None):
+        super().__init__(name, active_if)
         self.normalized_laplacian = bool(normalized_laplacian)
 
     @property
@@ -131,6 +174,32 @@ class _DiscreteParameter(Parameter):
     def sample_codes(self, rng, n):
         return rng.integers(0, self.n_states, size=n).astype(float)
 
+    def adjacency(self):
+        """Weighted adjacency matrix of the graph, shape (n_states, n_states)."""
+        raise NotImplementedError
+
+    @cached_property
+    def conditional_spectrum(self):
+        """Spectrum of the graph with one extra vertex, index ``n_states``, for "inactive".
+
+        Used when the parameter is conditional (SPEC §3: an inactive discrete
+        variable needs a defined state).  The inactive vertex is joined to
+        every state, because being inactive is equally unlike every value:
+
+        * complete graph: weight 1, so the graph is K_{n+1} and "inactive" is
+          exactly one more category (the O(1) complete-graph path still applies);
+        * path and custom graphs: weight 1/n each, a total of one edge's weight,
+          so that the shortcut through the hub leaves the graph's own structure
+          (the order of an ordinal) dominant.
+        """
+        n = self.n_states
+        if self.graph_kind == "complete":
+            return complete_graph_spectrum(n + 1, self.normalized_laplacian)
+        adjacency = np.zeros((n + 1, n + 1))
+        adjacency[:n, :n] = self.adjacency()
+        adjacency[n, :n] = adjacency[:n, n] = 1.0 / n
+        return graph_spectrum_from_adjacency(adjacency, self.normalized_laplacian)
+
     def _check_code(self, code):
         index = int(round(float(code)))
         if not 0 <= index < self.n_states:
@@ -140,8 +209,8 @@ class _DiscreteParameter(Parameter):
 
 
 class _ChoiceParameter(_DiscreteParameter):
-    def __init__(self, name, choices, normalized_laplacian=False):
-        super().__init__(name, normalized_laplacian)
+    def __init__(self, name, choices, normalized_laplacian=False, active_if=None):
+        super().__init__(name, normalized_laplacian, active_if)
         choices = list(choices)
         if not choices:
             raise SpaceDefinitionError(f"{type(self).__name__} {name!r}: choices must not be empty")
@@ -179,10 +248,17 @@ def _same_choice(a, b):
         return False
 
 
+def _path_adjacency(n):
+    return np.eye(n, k=1) + np.eye(n, k=-1)
+
+
 class Categorical(_ChoiceParameter):
     """Nominal choices without order: a complete graph on the choices."""
 
     graph_kind = "complete"
+
+    def adjacency(self):
+        return np.ones((self.n_states, self.n_states)) - np.eye(self.n_states)
 
     def _compute_spectrum(self):
         return complete_graph_spectrum(self.n_states, self.normalized_laplacian)
@@ -193,6 +269,9 @@ class Ordinal(_ChoiceParameter):
 
     graph_kind = "path"
 
+    def adjacency(self):
+        return _path_adjacency(self.n_states)
+
     def _compute_spectrum(self):
         return path_graph_spectrum(self.n_states, self.normalized_laplacian)
 
@@ -202,8 +281,8 @@ class Integer(_DiscreteParameter):
 
     graph_kind = "path"
 
-    def __init__(self, name, low, high, normalized_laplacian=False):
-        super().__init__(name, normalized_laplacian)
+    def __init__(self, name, low, high, normalized_laplacian=False, active_if=None):
+        super().__init__(name, normalized_laplacian, active_if)
         for label, bound in (("low", low), ("high", high)):
             if not isinstance(bound, (numbers.Integral, np.integer)) or isinstance(bound, bool):
                 raise SpaceDefinitionError(f"Integer {name!r}: {label} must be an integer, got {bound!r}")
@@ -234,6 +313,9 @@ class Integer(_DiscreteParameter):
     def decode_value(self, code):
         return self.low + self._check_code(code)
 
+    def adjacency(self):
+        return _path_adjacency(self.n_states)
+
     def _compute_spectrum(self):
         return path_graph_spectrum(self.n_states, self.normalized_laplacian)
 
@@ -257,8 +339,9 @@ class Graph(_DiscreteParameter):
 
     graph_kind = "custom"
 
-    def __init__(self, name, n_states, edges, weights=None, labels=None, normalized_laplacian=False):
-        super().__init__(name, normalized_laplacian)
+    def __init__(self, name, n_states, edges, weights=None, labels=None, normalized_laplacian=False,
+                 active_if=None):
+        super().__init__(name, normalized_laplacian, active_if)
         if not isinstance(n_states, (numbers.Integral, np.integer)) or isinstance(n_states, bool) or n_states < 1:
             raise SpaceDefinitionError(f"Graph {name!r}: n_states must be a positive integer, got {n_states!r}")
         self._n_states = int(n_states)
@@ -301,6 +384,13 @@ class Graph(_DiscreteParameter):
     def decode_value(self, code):
         index = self._check_code(code)
         return self.labels[index] if self.labels is not None else index
+
+    def adjacency(self):
+        adjacency = np.zeros((self._n_states, self._n_states))
+        weights = self.weights if self.weights is not None else [1.0] * len(self.edges)
+        for (a, b), w in zip(self.edges, weights):
+            adjacency[a, b] = adjacency[b, a] = w
+        return adjacency
 
     def _compute_spectrum(self):
         return custom_graph_spectrum(self.name, self._n_states, self.edges, self.weights, self.normalized_laplacian)

@@ -5,14 +5,33 @@ the unit-scaled continuous columns first, in declaration order (a ``Set`` takes
 n_points·dim of them, point after point), then one column of integer state
 indices per discrete variable, in declaration order.
 Nothing below ``Space`` sees a config dict.
+
+Conditional spaces (SPEC §3).  A parameter with ``active_if`` is active only
+when every parent it names is active and takes one of the listed values.
+Parents must be discrete; the conditions must form a DAG.  Inactive values
+are explicit in the encoded array, so that every row has a value in every
+column and the activity of each column is a function of the discrete columns:
+
+* an inactive continuous parameter is encoded as 0.0 (its activity is then
+  read from :meth:`Space.active_columns`, never from the value);
+* a conditional discrete parameter with n states gets one extra state, index
+  n, meaning "inactive" (``Space.n_states`` counts it).  Its graph gains one
+  vertex for it (``_DiscreteParameter.conditional_spectrum``), which is what
+  the FM kernels see; graph moves (``Space.neighbours``) never enter or leave it.
+
+A config dict of a conditional space holds exactly its active parameters:
+``encode`` rejects an inactive one that is set (``InactiveParameterError``)
+and an active one that is missing (``MissingParameterError``); ``decode``
+returns only the active ones.  A space without conditions encodes exactly as
+before.
 """
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
-from ..exceptions import (InvalidConfigError, InvalidValueError, MissingParameterError, OutOfBoundsError,
-                          SpaceDefinitionError, UnknownParameterError)
+from ..exceptions import (InactiveParameterError, InvalidConfigError, InvalidValueError, MissingParameterError,
+                          OutOfBoundsError, SpaceDefinitionError, UnknownParameterError)
 from .parameters import Parameter
 from .sets import Set
 
@@ -107,6 +126,189 @@ class Space:
             self._column[p.name] = start if p.n_columns == 1 else slice(start, start + p.n_columns)
             self._column_owner += [p] * p.n_columns
         self._by_name = {p.name: p for p in parameters}
+        self._conditions, self._topological_order = self._resolve_conditions()
+
+    # ------------------------------------------------------------ conditions
+    def _resolve_conditions(self):
+        """({name: [(parent name, parent column, allowed codes)]}, names in an order where parents come first).
+
+        Raises
+        ------
+        SpaceDefinitionError
+            A condition names an unknown or a continuous parameter, lists a
+            value the parent does not have, or the conditions form a cycle.
+        """
+        conditions = {}
+        for p in self.parameters:
+            if not p.active_if:
+                continue
+            resolved = []
+            for parent_name, allowed in p.active_if.items():
+                parent = self._by_name.get(parent_name)
+                if parent is None:
+                    raise SpaceDefinitionError(
+                        f"parameter {p.name!r}: active_if names unknown parameter {parent_name!r}; "
+                        f"the space has {self.names}")
+                if parent.is_continuous:
+                    raise SpaceDefinitionError(
+                        f"parameter {p.name!r}: active_if names continuous parameter {parent_name!r}; "
+                        "conditions may only depend on discrete parameters")
+                codes = []
+                for value in allowed:
+                    try:
+                        codes.append(parent.encode_value(value))
+                    except InvalidConfigError:
+                        raise SpaceDefinitionError(
+                            f"parameter {p.name!r}: active_if[{parent_name!r}] lists {value!r}, which is not a "
+                            f"value of {parent_name!r}") from None
+                resolved.append((parent_name, self._column[parent_name], np.unique(np.array(codes, dtype=float))))
+            conditions[p.name] = resolved
+        # depth-first topological sort; a grey node met again closes a cycle
+        order, state = [], {}
+
+        def visit(name, path):
+            if state.get(name) == "done":
+                return
+            if state.get(name) == "visiting":
+                cycle = path[path.index(name):] + [name]
+                raise SpaceDefinitionError(f"the active_if conditions form a cycle: {' -> '.join(cycle)}")
+            state[name] = "visiting"
+            for parent_name in (self._by_name[name].active_if or {}):
+                visit(parent_name, path + [name])
+            state[name] = "done"
+            order.append(name)
+
+        for p in self.parameters:
+            visit(p.name, [])
+        return conditions, order
+
+    @property
+    def is_conditional(self):
+        """True when at least one parameter has an ``active_if`` condition."""
+        return bool(self._conditions)
+
+    def ancestors(self, name):
+        """Names of every parameter ``name``'s activity depends on (transitively), parents first."""
+        result = []
+        for parent in (self[name].active_if or {}):
+            for a in self.ancestors(parent) + [parent]:
+                if a not in result:
+                    result.append(a)
+        return result
+
+    def _inactive_code(self, p):
+        return float(p.n_states) if not p.is_continuous else 0.0
+
+    def is_active(self, config, name=None):
+        """Which parameters are active in ``config``.
+
+        Parameters
+        ----------
+        config : dict
+            A (possibly partial) config; a parent missing from it counts as inactive.
+        name : str, optional
+            Ask about one parameter.
+
+        Returns
+        -------
+        dict of name -> bool in declaration order, or a bool when ``name`` is given.
+        """
+        if not isinstance(config, dict):
+            raise InvalidConfigError(f"a config must be a dict, got {config!r} ({type(config).__name__})")
+        active = {}
+        for pname in self._topological_order:
+            ok = True
+            for parent_name, _, codes in self._conditions.get(pname, ()):
+                ok = active[parent_name] and parent_name in config
+                if ok:
+                    try:
+                        ok = self._by_name[parent_name].encode_value(config[parent_name]) in codes
+                    except InvalidConfigError:   # a bad value activates nothing
+                        ok = False
+                if not ok:
+                    break
+            active[pname] = ok
+        if name is not None:
+            self[name]
+            return active[name]
+        return {n: active[n] for n in self.names}
+
+    def active_columns(self, X):
+        """Activity of every encoded column, from the discrete columns.
+
+        Parameters
+        ----------
+        X : array of shape (n_points, n_dims) or (n_dims,)
+
+        Returns
+        -------
+        ndarray of bool, shape (n_points, n_dims) (or (n_dims,)); all True for a
+        space without conditions.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        single = X.ndim == 1
+        X2 = np.atleast_2d(X)
+        mask = np.ones(X2.shape, dtype=bool)
+        for name in self._topological_order:
+            col = self._column[name]
+            for _, parent_col, codes in self._conditions.get(name, ()):
+                mask[:, col] &= mask[:, parent_col] & np.isin(X2[:, parent_col], codes)
+        return mask[0] if single else mask
+
+    def enforce_conditions(self, X, rng=None, previously_active=None):
+        """Make encoded points consistent with the conditions, in place and returned.
+
+        In topological order, every column that is inactive gets its inactive
+        code, and every column that is active but was not (per
+        ``previously_active``, or, for a discrete column, holds the inactive
+        state) gets a value: uniformly random with ``rng``, else a fixed
+        default (0.5 for a continuous column, state 0 for a discrete one), so
+        that a local search sees the same point for the same move every time.
+        This is what a move that changes a parent's value needs: its new
+        children get values, its old children are cleared.
+
+        Parameters
+        ----------
+        X : array of shape (n_points, n_dims), modified in place
+        rng : numpy Generator or seed, optional
+        previously_active : bool array of shape (n_points, n_dims), optional
+        """
+        if not self._conditions:
+            return X
+        rng = None if rng is None else np.random.default_rng(rng)
+        for name in self._topological_order:
+            p = self._by_name[name]
+            if name not in self._conditions:
+                continue
+            col = self._column[name]
+            active = np.ones(len(X), dtype=bool)
+            for _, parent_col, codes in self._conditions[name]:
+                active &= np.isin(X[:, parent_col], codes)
+            inactive_code = self._inactive_code(p)
+            X[~active, col] = inactive_code
+            # a discrete column still holding "inactive" needs a value; a continuous one cannot tell
+            needs_value = active & (X[:, col] == inactive_code) if not p.is_continuous else np.zeros(len(X), bool)
+            if previously_active is not None:
+                needs_value |= active & ~previously_active[:, col]
+            if needs_value.any():
+                X[needs_value, col] = (p.sample_codes(rng, int(needs_value.sum())) if rng is not None
+                                       else (0.5 if p.is_continuous else 0.0))
+        return X
+
+    def prune(self, config):
+        """``config`` without the parameters that are inactive in it (a new dict)."""
+        active = self.is_active(config)
+        return {k: v for k, v in config.items() if active.get(k, True)}
+
+    def flattened(self):
+        """The same parameters without any condition: every parameter always active."""
+        import copy
+        params = []
+        for p in self.parameters:
+            q = copy.copy(p)
+            q.active_if = None
+            params.append(q)
+        return Space(params)
 
     def __deepcopy__(self, memo):
         # A Space is immutable after construction and caches its spectra:
@@ -171,8 +373,9 @@ class Space:
 
     @property
     def n_states(self):
-        """Number of states of each discrete variable, in column order."""
-        return np.array([p.n_states for p in self.discrete_params], dtype=np.int64)
+        """Number of encoded states of each discrete variable, in column order (a conditional
+        variable counts its extra "inactive" state)."""
+        return np.array([p.n_states + p.is_conditional for p in self.discrete_params], dtype=np.int64)
 
     def column(self, name):
         """The encoded column of parameter ``name`` (a slice of columns for a Set)."""
@@ -181,8 +384,9 @@ class Space:
 
     @property
     def graphs(self):
-        """Laplacian spectrum of each discrete variable (cached per variable)."""
-        return [p.spectrum for p in self.discrete_params]
+        """Laplacian spectrum of each discrete variable (cached per variable); a conditional
+        variable's graph has the extra "inactive" vertex (module docstring)."""
+        return [p.conditional_spectrum if p.is_conditional else p.spectrum for p in self.discrete_params]
 
     @cached_property
     def packed_spectra(self):
@@ -192,11 +396,15 @@ class Space:
     @cached_property
     def neighbours(self):
         """Per discrete variable, ``neighbours[p][v]`` is the array of states adjacent to v."""
+        # the variable's own graph: moves never enter or leave the "inactive" state,
+        # which has no neighbours (an inactive variable does not move)
         result = []
-        for spectrum in self.graphs:
+        for p in self.discrete_params:
+            spectrum = p.spectrum
             laplacian = spectrum.laplacian()
             adjacent = (np.abs(laplacian) > 1e-10) & ~np.eye(spectrum.n_states, dtype=bool)
-            result.append([np.flatnonzero(row) for row in adjacent])
+            result.append([np.flatnonzero(row) for row in adjacent]
+                          + ([np.zeros(0, dtype=np.int64)] if p.is_conditional else []))
         return result
 
     # ------------------------------------------------------------------ codec
@@ -227,10 +435,20 @@ class Space:
                 raise UnknownParameterError(
                     f"unknown parameter {name!r} in config; the space has {self.names}", name, config[name])
         x = np.empty(self.n_dims)
-        for p in self.parameters:
-            if p.name not in config:
-                raise MissingParameterError(f"config is missing parameter {p.name!r}", p.name)
-            x[self._column[p.name]] = p.encode_value(config[p.name])
+        for name in self._topological_order:
+            p = self._by_name[name]
+            col = self._column[name]
+            active = all(np.isin(x[parent_col], codes) for _, parent_col, codes in self._conditions.get(name, ()))
+            if not active:
+                if name in config:
+                    raise InactiveParameterError(
+                        f"config sets parameter {name!r} = {config[name]!r}, which is inactive in it "
+                        f"(active_if {dict(p.active_if)!r}); leave it out", name, config[name])
+                x[col] = self._inactive_code(p)
+                continue
+            if name not in config:
+                raise MissingParameterError(f"config is missing parameter {name!r}", name)
+            x[col] = p.encode_value(config[name])
         return x
 
     def decode(self, X):
@@ -241,7 +459,9 @@ class Space:
         return [self._decode_one(x) for x in self.validate_encoded(X)]
 
     def _decode_one(self, x):
-        return {p.name: p.decode_value(x[self._column[p.name]]) for p in self.parameters}
+        active = self.active_columns(x) if self._conditions else None
+        return {p.name: p.decode_value(x[self._column[p.name]]) for p in self.parameters
+                if active is None or active[self._column[p.name]]}
 
     def validate_encoded(self, X, name="X"):
         """Check an encoded array and return it as a C-contiguous float64 2-d array.
@@ -278,7 +498,27 @@ class Space:
             raise OutOfBoundsError(
                 f"{name}[{row}, {self.n_continuous + col}] (parameter {pname!r}) = {Xd[row, col]!r} "
                 f"is not a state index in [0, {self.n_states[col] - 1}]", pname, Xd[row, col])
+        if self._conditions:
+            self._check_inactive_codes(X, name)
         return np.ascontiguousarray(X)
+
+    def _check_inactive_codes(self, X, name):
+        """Inactive columns must hold their inactive code, active discrete ones a real state."""
+        active = self.active_columns(X)
+        for p in self.parameters:
+            if p.name not in self._conditions:
+                continue
+            col = self._column[p.name]
+            code = self._inactive_code(p)
+            bad = (~active[:, col] & (X[:, col] != code))
+            if not p.is_continuous:
+                bad |= active[:, col] & (X[:, col] == code)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                state = "active" if active[row, col] else "inactive"
+                raise InvalidConfigError(
+                    f"{name}[{row}, {col}] (parameter {p.name!r}) = {X[row, col]!r} but the parameter is {state} "
+                    f"in that row; inactive values are encoded as {code!r}", p.name, X[row, col])
 
     def _name_of_column(self, col):
         return self._column_owner[col].name
@@ -290,10 +530,11 @@ class Space:
         X = np.empty((int(n), self.n_dims))
         for p in self.parameters:
             X[:, self._column[p.name]] = p.sample_codes(rng, int(n))
-        return X
+        return self.enforce_conditions(X, rng)
 
     def sample(self, n, seed=None):
-        """``n`` uniformly random configs (log-scaled Reals are uniform in log space)."""
+        """``n`` uniformly random configs (log-scaled Reals are uniform in log space); in a
+        conditional space each parameter is uniform given that it is active."""
         return self.decode(self.sample_encoded(n, seed)) if n > 0 else []
 
     def split(self, X):

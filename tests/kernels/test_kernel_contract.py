@@ -17,6 +17,8 @@ KERNELS = {
     "AddDif": fk.AddDif,
     "RBF": fk.RBF,
     "Matern52": fk.Matern52,
+    "Hierarchical": fk.Hierarchical,
+    "Hierarchical(rbf)": lambda s, **kw: fk.Hierarchical(s, base="rbf", **kw),
 }
 
 

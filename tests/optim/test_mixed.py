@@ -117,3 +117,70 @@ def test_bad_settings_are_rejected():
     space = ff.Space([ff.Real("u", 0, 1)])
     with pytest.raises(ValueError, match="n_starts"):
         MixedAcquisitionOptimizer(space, n_starts=0)
+
+
+# ------------------------------------------------------------ conditional spaces (SPEC §3)
+def _conditional_objective(space):
+    def f(x):
+        config = space.decode(x)
+        value = (np.log10(config["C"]) - 1.0) ** 2 * 0.1
+        if config["model"] == "svm":
+            value -= 0.5 + 0.2 * np.log10(config.get("gamma", 1.0)) * (config["kernel"] != "sigmoid")
+        if config["model"] == "mlp":
+            value -= 0.3 * config["n_layers"] + 0.01 * config.get("width2", 0.0)
+        return value
+    return f
+
+
+@pytest.fixture(scope="module")
+def conditional_gp():
+    from _spaces import make_conditional_space
+    space = make_conditional_space()
+    X = space.sample_encoded(25, seed=3)
+    y = np.array([_conditional_objective(space)(x) for x in X])
+    gp = ff.GaussianProcessRegressor(ff.kernels.Hierarchical(space), n_restarts=1, random_state=0).fit(X, y)
+    return space, gp, X
+
+
+def test_continuous_step_never_moves_an_inactive_coordinate(conditional_gp):
+    space, gp, X = conditional_gp
+    optimizer = MixedAcquisitionOptimizer(space, lbfgs_iterations_per_round=5)
+    starts = space.sample_encoded(30, seed=4)
+    acquisition = _acq(gp)
+    C, _ = optimizer._continuous_step(gp, acquisition, starts, acquisition(*gp.predict_standardized(starts))[0])
+    inactive = ~space.active_columns(starts)[:, : space.n_continuous]
+    assert inactive.any() and (~inactive).any()
+    np.testing.assert_array_equal(C[inactive], starts[:, : space.n_continuous][inactive])
+    assert np.any(C[~inactive] != starts[:, : space.n_continuous][~inactive])    # active ones do move
+
+
+def test_discrete_moves_that_change_activity_give_valid_points(conditional_gp):
+    space, gp, _ = conditional_gp
+    optimizer = MixedAcquisitionOptimizer(space)
+    base = space.encode([{"model": "linear", "C": 1.0}, {"model": "svm", "C": 1.0, "kernel": "poly", "gamma": 0.1,
+                                                         "degree": 3, "coef0": 0.5}])
+    owner, var_index, new_state = optimizer._neighbourhoods(base)
+    # only active variables move: model, kernel, degree in the svm/poly row; model in the linear row
+    moved_columns = {(int(o), space.discrete_params[int(p)].name) for o, p in zip(owner, var_index)}
+    assert moved_columns == {(0, "model"), (1, "model"), (1, "kernel"), (1, "degree")}
+    # with no incumbent value to beat, every row moves to its best neighbour, a valid point
+    moved, _ = optimizer._hill_climb_step(gp, _acq(gp), base, np.full(2, -np.inf))
+    space.validate_encoded(moved)
+    for config in space.decode(moved):
+        assert set(config) == {n for n, on in space.is_active(config).items() if on}
+
+
+def test_optimize_returns_a_valid_new_point_on_a_conditional_space(conditional_gp):
+    space, gp, X = conditional_gp
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8, max_rounds=10)   # short: a unit test
+    result = optimizer.optimize(gp, _acq(gp), X[0], X, np.random.default_rng(1))
+    space.validate_encoded(result.x)                 # consistent inactive codes
+    assert not optimizer._is_duplicate(result.x, X)
+
+
+def test_fallback_enumerates_only_valid_points_of_a_discrete_conditional_space():
+    space = ff.Space([ff.Categorical("a", ["x", "y"]), ff.Categorical("b", [0, 1, 2], active_if={"a": "y"})])
+    X = space.encode([{"a": "x"}, {"a": "y", "b": 0}, {"a": "y", "b": 1}])
+    gp = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=0, random_state=0).fit(X, [0.0, 1.0, 2.0])
+    result = MixedAcquisitionOptimizer(space, n_random=5)._fallback(gp, _acq(gp), X, np.random.default_rng(0), 0, None)
+    assert space.decode(result.x) == {"a": "y", "b": 2}     # the one valid point left
