@@ -19,6 +19,7 @@
 
 #include "fastfm/common.hpp"
 #include "fastfm/fm.hpp"
+#include "fastfm/matvec.hpp"
 
 namespace py = pybind11;
 
@@ -458,6 +459,69 @@ std::string compiler_name() {
 
 }  // namespace
 
+// ============================================================================
+// >>> Large-N GP regression: matrix-free K·V products (fastfm/gp_large.py)
+// ============================================================================
+namespace fastfm_dispatch {
+
+FASTFM_HOT void matvec_tile_f64(const fastfm::MatvecProblem<double>& pb, fastfm::MatvecWorkspace<double>& ws,
+                                std::size_t a0, std::size_t a1) {
+    fastfm::matvec_tile(pb, ws, a0, a1);
+}
+
+}  // namespace fastfm_dispatch
+
+namespace {
+
+py::array_t<double> fm_gram_matvec(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                                   const py::object& D2_obj, const py::object& V_obj, const Tables& tables,
+                                   const py::object& alphas, const py::object& betas, double variance, int kind,
+                                   const py::object& coefficients, double exponent, int num_threads) {
+    if (C2_obj.is_none() != D2_obj.is_none())
+        throw py::value_error("C2 and D2 must both be arrays (cross product) or both be None (symmetric K)");
+    const bool symmetric = C2_obj.is_none();
+    DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C1.shape(0), Dc = C1.shape(1);
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables, N);
+    DoubleArray C2 = symmetric ? C1 : float_array(C2_obj, "C2", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
+    IndexArray D2 = symmetric ? D1 : state_matrix(D2_obj, "D2", tables, C2.shape(0));
+    const py::ssize_t M = C2.shape(0);
+    DoubleArray V = float_array(V_obj, "V", {M, -1}, "(" + std::to_string(M) + ", n_vectors)");
+    const py::ssize_t r = V.shape(1);
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> out({N, r});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(M),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        // V (M, r) -> Vt (r, M): the tile's inner loops then run along contiguous columns
+        std::vector<double> Vt(static_cast<std::size_t>(M * r)), out_t(static_cast<std::size_t>(N * r));
+        const double* v = V.data();
+        for (py::ssize_t j = 0; j < M; ++j)
+            for (py::ssize_t c = 0; c < r; ++c) Vt[c * M + j] = v[j * r + c];
+        fastfm::MatvecProblem<double> pb;
+        pb.gram.plan = &plan;
+        pb.gram.rows_continuous = C1.data();
+        pb.gram.rows_states = D1.data();
+        pb.gram.cols = &cols;
+        pb.gram.n_rows = static_cast<std::size_t>(N);
+        pb.gram.symmetric = symmetric;
+        pb.Vt = Vt.data();
+        pb.rank = static_cast<std::size_t>(r);
+        fastfm::run_matvec(pb, out_t.data(), num_threads, &fastfm_dispatch::matvec_tile_f64);
+        double* o = out.mutable_data();
+        for (py::ssize_t a = 0; a < N; ++a)
+            for (py::ssize_t c = 0; c < r; ++c) o[a * r + c] = out_t[c * N + a];
+    }
+    return out;
+}
+
+}  // namespace
+// ============================================================================
+// <<< Large-N GP regression
+// ============================================================================
+
 PYBIND11_MODULE(_cpp, m) {
     m.doc() = "fastfm's compiled backend (C++17, OpenMP): FM kernel Grams and fused gradient reductions";
 
@@ -524,4 +588,11 @@ PYBIND11_MODULE(_cpp, m) {
         },
         py::arg("n"), "Default number of OpenMP threads (calls may still pass num_threads).");
     m.def("get_num_threads", &fastfm::max_threads, "Default number of OpenMP threads.");
+
+    // >>> Large-N GP regression (fastfm/gp_large.py)
+    m.def("fm_gram_matvec", &fm_gram_matvec, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"), py::arg("V"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "K(X1, X2) V, shape (N, r), without storing K; C2 = D2 = None for the symmetric K(X1, X1).");
+    // <<< Large-N GP regression
 }

@@ -120,3 +120,9 @@ def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulati
     """K(X1, X2) (M, N) and dK (M, N, Dc), dK[m, n, d] = ∂K[m, n]/∂C1[m, d]."""
     return _cpp.fm_cross_gradient(C1, D1, C2, D2,
                                   *_hyper(spectra, alphas, betas, variance, modulation, 2 * len(D1) * len(D2)))
+
+
+def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
+    """K(X1, X2) V, shape (N, r), computing kernel tiles on the fly (K is never stored)."""
+    n_pairs = len(D1) * (len(D1) + 1) // 2 if D2 is None else len(D1) * len(D2)
+    return _cpp.fm_gram_matvec(C1, D1, C2, D2, V, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))

@@ -257,3 +257,34 @@ def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, spectra, 
         K[rows] = fm_neighbour_gram(C0[s], D0[s], C, D, var_index[rows], new_state[rows], spectra, alphas, betas,
                                     variance, modulation)
     return K
+
+
+# Rows of K computed at a time by the blocked reference matvec: a (512, M) slab
+# is 4 MB per 1000 columns, so memory stays O(M) however large N is.
+_MATVEC_BLOCK_ROWS = 512
+
+
+def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
+    """K(X1, X2) V without forming K: row blocks of K, each multiplied at once.
+
+    Parameters
+    ----------
+    C1, D1 : (N, Dc), (N, P)
+    C2, D2 : (M, Dc), (M, P), or both None for the symmetric K(X1, X1)
+    V : (M, r) float64
+        The block of vectors (M = N when symmetric).
+
+    Returns
+    -------
+    KV : (N, r)
+    """
+    C2_, D2_ = (C1, D1) if C2 is None else (C2, D2)
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim != 2 or V.shape[0] != C2_.shape[0]:
+        raise ValueError(f"V must have shape ({C2_.shape[0]}, n_vectors), got {V.shape}")
+    out = np.empty((C1.shape[0], V.shape[1]))
+    for a0 in range(0, C1.shape[0], _MATVEC_BLOCK_ROWS):
+        a1 = min(C1.shape[0], a0 + _MATVEC_BLOCK_ROWS)
+        block = fm_gram(C1[a0:a1], D1[a0:a1], C2_, D2_, spectra, alphas, betas, variance, modulation)
+        out[a0:a1] = block @ V
+    return out
