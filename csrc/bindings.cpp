@@ -517,6 +517,47 @@ py::array_t<double> fm_gram_matvec(const py::object& C1_obj, const py::object& D
     return out;
 }
 
+py::tuple fm_grad_reduction_low_rank(const py::object& C_obj, const py::object& D_obj, const py::object& U_obj,
+                                     const py::object& Z_obj, const Tables& tables, const py::object& alphas,
+                                     const py::object& betas, double variance, int kind,
+                                     const py::object& coefficients, double exponent, int num_threads) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0), Dc = C.shape(1);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray U = float_array(U_obj, "U", {N, -1}, "(" + std::to_string(N) + ", rank)");
+    const py::ssize_t r = U.shape(1);
+    DoubleArray Z = float_array(Z_obj, "Z", {N, r}, "(" + std::to_string(N) + ", " + std::to_string(r) + ") like U");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    std::vector<double> sums;
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
+                                          static_cast<std::size_t>(Dc), false);
+        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), static_cast<std::size_t>(N),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        std::vector<double> U_t(static_cast<std::size_t>(N * r)), Z_t(static_cast<std::size_t>(N * r));
+        for (py::ssize_t a = 0; a < N; ++a)
+            for (py::ssize_t c = 0; c < r; ++c) {
+                U_t[c * N + a] = U.data()[a * r + c];
+                Z_t[c * N + a] = Z.data()[a * r + c];
+            }
+        fastfm::ReductionProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_continuous = C.data();
+        pb.rows_states = D.data();
+        pb.cols = &cols;
+        pb.U_t = U_t.data();
+        pb.Z_t = Z_t.data();
+        pb.low_rank = static_cast<std::size_t>(r);
+        pb.N = static_cast<std::size_t>(N);
+        pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+        sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
+    }
+    const std::size_t P = tables.n_variables(), dc = static_cast<std::size_t>(Dc);
+    return py::make_tuple(vector_from(sums, 0, dc), vector_from(sums, dc, P), vector_from(sums, dc + P, P),
+                          sums[dc + 2 * P]);
+}
+
 }  // namespace
 // ============================================================================
 // <<< Large-N GP regression
@@ -594,5 +635,9 @@ PYBIND11_MODULE(_cpp, m) {
           py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
           "K(X1, X2) V, shape (N, r), without storing K; C2 = D2 = None for the symmetric K(X1, X1).");
+    m.def("fm_grad_reduction_low_rank", &fm_grad_reduction_low_rank, py::arg("C"), py::arg("D"), py::arg("U"),
+          py::arg("Z"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "fm_grad_reduction with W = U Zᵀ (U, Z of shape (N, r)), W never formed.");
     // <<< Large-N GP regression
 }

@@ -279,9 +279,45 @@ def main(argv=None):
     kernels.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                          help="wall: elapsed time (default); cpu: process CPU time, the robust single-core "
                               "figure on a busy machine when combined with --threads 1")
+    # >>> Large-N GP regression benchmark (fastfm/benchmarks/regression.py)
+    regression = commands.add_parser("regression", help="GP regression on the mixed set: fit/predict time, RMSE, NLL")
+    regression.add_argument("--sizes", type=lambda s: [int(n) for n in s.split(",")], default=[2000, 10_000, 50_000],
+                            metavar="N,N,...", help="training sizes (default: 2000,10000,50000)")
+    regression.add_argument("--n-test", type=int, default=10_000, help="test points (default: %(default)s)")
+    regression.add_argument("--subset", type=int, default=2000, help="points of the hyperparameter fit")
+    regression.add_argument("--restarts", type=int, default=2, help="extra L-BFGS-B starts of that fit")
+    regression.add_argument("--cg-sizes", type=lambda s: [int(n) for n in s.split(",")], default=[],
+                            metavar="N,...", help="sizes that also get a forced method='cg' row")
+    regression.add_argument("--peers", default="sklearn,botorch", help="comma list of sklearn, botorch, or none")
+    regression.add_argument("--sklearn-max-n", type=int, default=10_000)
+    regression.add_argument("--botorch-max-n", type=int, default=2000)
+    regression.add_argument("--seed", type=int, default=0)
+    regression.add_argument("--cg-tol", type=float, default=None,
+                            help="relative residual of the PCG solves (default: gp_large.DEFAULT_CG_OPTIONS)")
+    regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
+    regression.add_argument("--subset-study", type=int, default=None, metavar="N",
+                            help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
+    # <<< Large-N GP regression benchmark
     args = parser.parse_args(argv)
 
     from ._config import config_context
+
+    if args.command == "regression":
+        from .benchmarks.regression import run_regression_benchmark
+        print(_describe_machine())
+        print("command: python -m fastfm.bench " + " ".join(sys.argv[1:] if argv is None else argv))
+        with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
+            if args.subset_study:
+                from .benchmarks.regression import run_subset_study
+                run_subset_study(args.subset_study, n_test=args.n_test, n_restarts=args.restarts, seed=args.seed,
+                                 emit=lambda line: print(line, flush=True))
+                return 0
+            run_regression_benchmark(args.sizes, args.n_test, args.subset, args.restarts, args.seed,
+                                     tuple(p for p in args.peers.split(",") if p and p != "none"),
+                                     args.sklearn_max_n, args.botorch_max_n, args.cg_sizes,
+                                     emit=lambda line: print(line, flush=True),
+                                     cg_options=None if args.cg_tol is None else {"tol": args.cg_tol})
+        return 0
 
     if args.backend not in available_backends():
         parser.error(f"backend {args.backend!r} is not available here (available: {available_backends()})")

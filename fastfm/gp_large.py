@@ -9,7 +9,9 @@ Nothing here stores an N×N matrix.  The pieces:
 * :func:`pivoted_cholesky` — the greedy rank-k pivoted Cholesky K ≈ LᵀL
   (Harbrecht, Peters & Schneider 2012), which is also the Nyström
   approximation on the pivot set.  It preconditions CG as
-  P = LᵀL + σ²I (Gardner et al. 2018, "GPyTorch", §4), applied by Woodbury.
+  P = LᵀL + diag(K − LᵀL) + σ²I (the pivoted-Cholesky preconditioner of
+  Gardner et al. 2018, "GPyTorch", §4, with the FITC diagonal correction),
+  applied by Woodbury.
 * :func:`pcg` — preconditioned conjugate gradients on several right-hand
   sides at once (one batched matvec per iteration), each column with its own
   step sizes and its own convergence test.
@@ -131,6 +133,8 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
     -------
     L : ndarray of shape (k, N)
     pivots : ndarray of shape (k,) int64
+    residual : ndarray of shape (N,)
+        diag(K − LᵀL) ≥ 0, the variance the low-rank part misses.
     """
     N = X.shape[0]
     d = np.array(kernel.diag(X), dtype=np.float64)
@@ -152,30 +156,42 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
         d[i] = 0.0
         np.maximum(d, 0.0, out=d)  # rounding can take a residual variance below zero
         k += 1
-    return L[:k], pivots[:k]
+    return L[:k], pivots[:k], d
 
 
 @dataclass
 class PivotedCholeskyPreconditioner:
-    """P = LᵀL + noise·I, applied as P⁻¹ by Woodbury with one k×k Cholesky.
+    """P = LᵀL + D, D = diag(residual) + noise·I, applied as P⁻¹ by Woodbury with one k×k Cholesky.
 
-    P⁻¹ v = (v − Lᵀ (noise·I_k + L Lᵀ)⁻¹ L v) / noise.
+    P⁻¹ v = D⁻¹v − D⁻¹Lᵀ (I_k + L D⁻¹ Lᵀ)⁻¹ L D⁻¹v.
+
+    With ``residual`` = diag(K − LᵀL) (the FITC correction: P then matches K
+    on the diagonal; Cutajar et al. 2016, "Preconditioning kernel matrices",
+    §4) the preconditioner stays good for kernels whose spectrum decays
+    slowly, where LᵀL + noise·I alone leaves most of the diagonal out (the FM
+    kernel on many discrete variables is such a kernel).
 
     Parameters
     ----------
     L : ndarray of shape (k, N)
     pivots : ndarray of shape (k,)
     noise : float
+    residual : ndarray of shape (N,) or None
+        None: D = noise·I (the plain low-rank + noise preconditioner).
     """
 
     L: np.ndarray
     pivots: np.ndarray
     noise: float
+    residual: np.ndarray = None
     _inner: tuple = field(init=False, repr=False)
+    _d_inv: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
-        k = self.L.shape[0]
-        inner = self.noise * np.eye(k) + self.L @ self.L.T
+        k, n = self.L.shape
+        diagonal = np.full(n, float(self.noise)) if self.residual is None else self.residual + self.noise
+        self._d_inv = 1.0 / diagonal
+        inner = np.eye(k) + (self.L * self._d_inv) @ self.L.T
         self._inner = cho_factor(inner, lower=True, check_finite=False) if k else None
 
     @property
@@ -184,13 +200,11 @@ class PivotedCholeskyPreconditioner:
 
     def solve(self, R):
         """P⁻¹ R for R of shape (N, r)."""
+        scaled = self._d_inv[:, None] * R
         if self._inner is None:
-            return R / self.noise
-        return (R - self.L.T @ cho_solve(self._inner, self.L @ R, check_finite=False)) / self.noise
-
-    def inner_solve(self, B):
-        """(noise·I_k + L Lᵀ)⁻¹ B for B of shape (k, m)."""
-        return cho_solve(self._inner, B, check_finite=False)
+            return scaled
+        return scaled - self._d_inv[:, None] * (self.L.T @ cho_solve(self._inner, self.L @ scaled,
+                                                                      check_finite=False))
 
 
 # --------------------------------------------------------------------------- PCG
@@ -280,8 +294,8 @@ def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
         PCG did not reach ``options["tol"]`` within ``options["max_iter"]`` iterations.
     """
     if preconditioner is None:
-        L, pivots = pivoted_cholesky(kernel, X, options["rank"])
-        preconditioner = PivotedCholeskyPreconditioner(L, pivots, noise)
+        L, pivots, residual = pivoted_cholesky(kernel, X, options["rank"])
+        preconditioner = PivotedCholeskyPreconditioner(L, pivots, noise, residual)
 
     def apply_A(V):
         return kernel_matvec(kernel, X, V) + noise * V
@@ -318,11 +332,13 @@ def dtc_variance(kernel, X_train, preconditioner, X, noise):
     k_diag = np.asarray(kernel.diag(X), dtype=np.float64)
     if preconditioner.rank == 0:
         return np.maximum(k_diag, 0.0)
-    S = preconditioner.pivots
-    L_S = np.triu(preconditioner.L[:, S])          # (k, k): L[m, S_j] = 0 for m > j (exact up to rounding)
+    L, S = preconditioner.L, preconditioner.pivots
+    L_S = np.triu(L[:, S])                         # (k, k): L[m, S_j] = 0 for m > j (exact up to rounding)
     K_S = kernel(X_train[S], X)                    # (k, M)
     phi = solve_triangular(L_S, K_S, trans="T", lower=False, check_finite=False)
-    var = k_diag - np.einsum("km,km->m", phi, phi) + noise * np.einsum("km,km->m", phi, preconditioner.inner_solve(phi))
+    A = cho_factor(noise * np.eye(len(S)) + L @ L.T, lower=True, check_finite=False)
+    var = k_diag - np.einsum("km,km->m", phi, phi) + noise * np.einsum("km,km->m", phi,
+                                                                       cho_solve(A, phi, check_finite=False))
     return np.maximum(var, 0.0)
 
 
@@ -332,9 +348,8 @@ def stochastic_lml_gradient(kernel, X, y, noise, options, rng, preconditioner=No
     GPML Eq. 5.9, ∂/∂θ_j = ½ αᵀ(∂K/∂θ_j)α − ½ tr(K⁻¹ ∂K/∂θ_j), with
     tr(K⁻¹ ∂K) ≈ (1/S) Σ_s u_sᵀ ∂K z_s, u_s = K⁻¹ z_s, z_s Rademacher
     (unbiased: E[z zᵀ] = I).  α and every u_s come from one batched PCG.
-    Both terms are one fused ``gradient_reduction`` with the rank-(S+1)
-    weight W = ½ααᵀ − (1/2S) Σ_s ½(u_s z_sᵀ + z_s u_sᵀ) (symmetrised: ∂K is
-    symmetric, so the value is unchanged).
+    Both terms are one fused reduction with the rank-(S+1) weight
+    W = ½ααᵀ − (1/2S) Σ_s u_s z_sᵀ (:func:`low_rank_gradient_reduction`).
 
     Parameters
     ----------
@@ -369,12 +384,15 @@ def stochastic_lml_gradient(kernel, X, y, noise, options, rng, preconditioner=No
 
 
 def low_rank_gradient_reduction(kernel, X, U, Z):
-    """Σ_ab W_ab ∂K_ab/∂θ_j for W = ½(U Zᵀ + Z Uᵀ), U and Z of shape (N, r).
+    """Σ_ab W_ab ∂K_ab/∂θ_j over the free θ_j for W = U Zᵀ, U and Z of shape (N, r).
 
-    Forms W block-free only up to moderate N: W is assembled densely (N² memory),
-    so this is the reference for the C++ fused low-rank reduction, which is
-    not implemented yet (see BENCHMARKS.md, "Large-N GP regression").
+    FM kernels (``_low_rank_reduction``) run the fused backend reduction, which
+    forms W_ab + W_ba chunk by chunk and never stores W; other kernels fall
+    back to ``gradient_reduction`` with the dense W (N² memory).
     """
-    W = U @ Z.T
-    W = 0.5 * (W + W.T)
-    return kernel.gradient_reduction(X, W)
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    fused = getattr(kernel, "_low_rank_reduction", None)
+    if fused is None:
+        return kernel.gradient_reduction(X, U @ Z.T)
+    return fused(kernel._check_X(X), U, Z)[kernel._free_mask()]

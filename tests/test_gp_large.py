@@ -41,6 +41,34 @@ def test_matvec_cpp_checks_shapes(cpp):  # noqa: F811
         cpp.fm_gram_matvec(C, D, None, None, np.ones((19, 2)), *_hyper(space, 0, MODULATIONS["modlap"]))
 
 
+@pytest.mark.parametrize("space_name", ["mixed", "long_paths", "nominal_only"])
+@pytest.mark.parametrize("modulation_name", ["modlap", "family_t1.3", "diffusion"])
+def test_low_rank_reduction_cpp_matches_numpy_reference(cpp, space_name, modulation_name):  # noqa: F811
+    space, modulation = ALL_SPACES[space_name], MODULATIONS[modulation_name]
+    C, D = _inputs(space, 200, seed=1)
+    hyper = _hyper(space, 3, modulation)
+    rng = np.random.default_rng(4)
+    U, Z = rng.standard_normal((200, 3)), rng.standard_normal((200, 3))
+    reference = numpy_backend.fm_grad_reduction_low_rank(C, D, U, Z, *hyper)
+    fast = cpp.fm_grad_reduction_low_rank(C, D, U, Z, *hyper)
+    # the rounding bound: Σ |W| |∂K| ≤ Σ |W| · max|∂K| summed over parameters, max|∂K| ~ the dense reference's terms
+    dense = numpy_backend.fm_grad_reduction(C, D, np.abs(U) @ np.abs(Z).T, *hyper)
+    for got, want, bound in zip(fast, reference, dense):
+        assert_close(got, want, scale=10 * np.abs(bound) + 1e-12)
+
+
+def test_low_rank_gradient_reduction_matches_dense_weights():
+    space = ALL_SPACES["mixed"]
+    X = space.sample_encoded(90, seed=2)
+    rng = np.random.default_rng(3)
+    U, Z = rng.standard_normal((90, 2)), rng.standard_normal((90, 2))
+    fm = ff.kernels.ModLap(space, lengthscale=0.4, lengthscale_bounds="fixed")  # a fixed block: the mask applies
+    generic = fm + ff.kernels.ModLap(space)                                     # no fused path: dense fallback
+    for kernel in (fm, generic):
+        np.testing.assert_allclose(gp_large.low_rank_gradient_reduction(kernel, X, U, Z),
+                                   kernel.gradient_reduction(X, U @ Z.T), rtol=1e-10, atol=1e-10)
+
+
 def test_kernel_matvec_generic_fallback_matches_dense():
     # a kernel with no backend matvec (a Sum) goes through the blocked dense fallback
     space = ALL_SPACES["mixed"]
@@ -59,13 +87,26 @@ def _problem(n, seed=0):
 
 def test_full_rank_pivoted_cholesky_reconstructs_k_and_preconditioner_inverts():
     _, kernel, X, _, _, _ = _problem(80)
-    L, pivots = gp_large.pivoted_cholesky(kernel, X, max_rank=80, tol=0.0)
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=80, tol=0.0)
     K = kernel(X)
     np.testing.assert_allclose(L.T @ L, K, atol=1e-10 * np.max(K))
+    np.testing.assert_allclose(residual, 0.0, atol=1e-10 * np.max(K))
     assert len(set(pivots.tolist())) == len(pivots)
     pre = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05)
     R = np.random.default_rng(0).standard_normal((80, 2))
     np.testing.assert_allclose(pre.solve(R), np.linalg.solve(L.T @ L + 0.05 * np.eye(80), R), rtol=1e-8, atol=1e-10)
+
+
+def test_low_rank_preconditioner_with_fitc_diagonal_inverts_and_keeps_the_diagonal():
+    _, kernel, X, _, _, _ = _problem(80)
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=10)
+    K = kernel(X)
+    np.testing.assert_allclose(residual, np.diag(K - L.T @ L), rtol=1e-8, atol=1e-12)
+    pre = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, residual)
+    P = L.T @ L + np.diag(residual + 0.05)
+    np.testing.assert_allclose(np.diag(P), np.diag(K) + 0.05, rtol=1e-10)
+    R = np.random.default_rng(0).standard_normal((80, 2))
+    np.testing.assert_allclose(pre.solve(R), np.linalg.solve(P, R), rtol=1e-8, atol=1e-10)
 
 
 def test_pcg_matches_direct_solve_per_column_and_warm_start_helps():
@@ -102,7 +143,7 @@ def test_preconditioner_reduces_iterations():
     for rank in (0, 100):
         options = gp_large.check_cg_options({"tol": 1e-8, "rank": rank, "max_iter": 2000})
         counts.append(gp_large.solve_system(kernel, X, 1e-3, y[:, None], options)[1].n_iter)
-    assert counts[1] < counts[0] / 2, counts
+    assert counts[1] < 0.6 * counts[0], counts   # measured: 125 (Jacobi, rank 0) vs 64 (rank 100)
 
 
 def test_cg_does_not_converge_raises_numerical_error():

@@ -288,3 +288,17 @@ def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulati
         block = fm_gram(C1[a0:a1], D1[a0:a1], C2_, D2_, spectra, alphas, betas, variance, modulation)
         out[a0:a1] = block @ V
     return out
+
+
+def fm_grad_reduction_low_rank(C, D, U, Z, spectra, alphas, betas, variance, modulation):
+    """:func:`fm_grad_reduction` with the low-rank weights W = U Zᵀ, U and Z of shape (N, r).
+
+    The stochastic trace estimator's reduction Σ_ab Σ_s U_as ∂K_ab/∂ψ Z_bs.  The
+    reference forms W (N² memory: small N only); the compiled backends form each
+    chunk of W_ab + W_ba on the fly.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    if U.ndim != 2 or U.shape[0] != C.shape[0] or Z.shape != U.shape:
+        raise ValueError(f"U and Z must both have shape ({C.shape[0]}, rank), got {U.shape} and {Z.shape}")
+    return fm_grad_reduction(C, D, U @ Z.T, spectra, alphas, betas, variance, modulation)
