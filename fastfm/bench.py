@@ -297,6 +297,8 @@ def main(argv=None):
     regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
     regression.add_argument("--subset-study", type=int, default=None, metavar="N",
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
+    regression.add_argument("--components", type=int, default=None, metavar="N",
+                            help="instead: wall/CPU time of each piece of the exact solver at N points")
     # <<< Large-N GP regression benchmark
     args = parser.parse_args(argv)
 
@@ -307,6 +309,11 @@ def main(argv=None):
         print(_describe_machine())
         print("command: python -m fastfm.bench " + " ".join(sys.argv[1:] if argv is None else argv))
         with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
+            if args.components:
+                from .benchmarks.regression import run_exact_components
+                run_exact_components(args.components, n_test=args.n_test, seed=args.seed,
+                                     emit=lambda line: print(line, flush=True))
+                return 0
             if args.subset_study:
                 from .benchmarks.regression import run_subset_study
                 run_subset_study(args.subset_study, n_test=args.n_test, n_restarts=args.restarts, seed=args.seed,

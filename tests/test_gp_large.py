@@ -263,3 +263,18 @@ def test_regression_set_is_seeded_and_valid():
     assert (space.n_continuous, space.n_discrete) == (5, 10) and a[1].shape == (50, 15) and a[3].shape == (20, 15)
     with pytest.raises(InvalidValueError, match="n_train"):
         make_mixed_regression(0, 5)
+
+
+def test_regression_benchmark_runs_and_reports_every_model():
+    pytest.importorskip("sklearn")
+    from fastfm.benchmarks.regression import run_regression_benchmark
+    lines = []
+    run_regression_benchmark(sizes=(50, 70), n_test=30, subset=40, n_restarts=0, peers=("sklearn",),
+                             sklearn_max_n=50, cg_sizes=(70,), emit=lines.append, cg_options={"tol": 1e-6})
+    rows = [line for line in lines if line.startswith("| ") and "|---" not in line][1:]
+    methods = [row.split("|")[3].strip() for row in rows]
+    assert [row.split("|")[1].strip() for row in rows] == ["fastfm ModLap"] * 3 + ["sklearn RBF one-hot"] * 2
+    assert methods[:2] == ["cholesky", "cholesky"] and methods[2].startswith("cg")
+    assert "skipped" in methods[4]
+    rmse = [float(row.split("|")[7]) for row in rows[:4]]
+    assert all(0 < r < 5 for r in rmse)
