@@ -279,14 +279,12 @@ py::array_t<double> vector_from(const std::vector<double>& values, std::size_t b
     return out;
 }
 
-py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
-                            const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
-                            int kind, const py::object& coefficients, double exponent, int num_threads) {
-    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+// The symmetric reduction over the Gram of (C, D); `set_weights(problem)` points the problem at its
+// weights (a dense W, or low-rank factors) and runs without the GIL, so it must not touch Python objects.
+template <typename SetWeights>
+py::tuple symmetric_reduction(const DoubleArray& C, const IndexArray& D, const Tables& tables, const Hyper& h,
+                              int num_threads, SetWeights set_weights) {
     const py::ssize_t N = C.shape(0), Dc = C.shape(1);
-    IndexArray D = state_matrix(D_obj, "D", tables, N);
-    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
-    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
     std::vector<double> sums;
     {
         py::gil_scoped_release release;
@@ -300,14 +298,26 @@ py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, co
         pb.rows_continuous = C.data();
         pb.rows_states = D.data();
         pb.cols = &cols;
-        pb.W = W.data();
         pb.N = static_cast<std::size_t>(N);
         pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+        set_weights(pb);
         sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
     }
     const std::size_t P = tables.n_variables(), dc = static_cast<std::size_t>(Dc);
     return py::make_tuple(vector_from(sums, 0, dc), vector_from(sums, dc, P), vector_from(sums, dc + P, P),
                           sums[dc + 2 * P]);
+}
+
+py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
+                            const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
+                            int kind, const py::object& coefficients, double exponent, int num_threads) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const double* w = W.data();
+    return symmetric_reduction(C, D, tables, h, num_threads, [w](fastfm::ReductionProblem<double>& pb) { pb.W = w; });
 }
 
 py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& D_obj, const py::object& W_obj,
@@ -522,40 +532,24 @@ py::tuple fm_grad_reduction_low_rank(const py::object& C_obj, const py::object& 
                                      const py::object& betas, double variance, int kind,
                                      const py::object& coefficients, double exponent, int num_threads) {
     DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
-    const py::ssize_t N = C.shape(0), Dc = C.shape(1);
+    const py::ssize_t N = C.shape(0);
     IndexArray D = state_matrix(D_obj, "D", tables, N);
     DoubleArray U = float_array(U_obj, "U", {N, -1}, "(" + std::to_string(N) + ", rank)");
     const py::ssize_t r = U.shape(1);
     DoubleArray Z = float_array(Z_obj, "Z", {N, r}, "(" + std::to_string(N) + ", " + std::to_string(r) + ") like U");
     const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
-    std::vector<double> sums;
-    {
-        py::gil_scoped_release release;
-        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
-                                          static_cast<std::size_t>(Dc), false);
-        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), static_cast<std::size_t>(N),
-                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
-        std::vector<double> U_t(static_cast<std::size_t>(N * r)), Z_t(static_cast<std::size_t>(N * r));
-        for (py::ssize_t a = 0; a < N; ++a)
-            for (py::ssize_t c = 0; c < r; ++c) {
-                U_t[c * N + a] = U.data()[a * r + c];
-                Z_t[c * N + a] = Z.data()[a * r + c];
-            }
-        fastfm::ReductionProblem<double> pb;
-        pb.plan = &plan;
-        pb.rows_continuous = C.data();
-        pb.rows_states = D.data();
-        pb.cols = &cols;
+    // transposed (rank, N): the tile reads each factor column along contiguous points
+    std::vector<double> U_t(static_cast<std::size_t>(N * r)), Z_t(static_cast<std::size_t>(N * r));
+    for (py::ssize_t a = 0; a < N; ++a)
+        for (py::ssize_t c = 0; c < r; ++c) {
+            U_t[c * N + a] = U.data()[a * r + c];
+            Z_t[c * N + a] = Z.data()[a * r + c];
+        }
+    return symmetric_reduction(C, D, tables, h, num_threads, [&](fastfm::ReductionProblem<double>& pb) {
         pb.U_t = U_t.data();
         pb.Z_t = Z_t.data();
         pb.low_rank = static_cast<std::size_t>(r);
-        pb.N = static_cast<std::size_t>(N);
-        pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
-        sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
-    }
-    const std::size_t P = tables.n_variables(), dc = static_cast<std::size_t>(Dc);
-    return py::make_tuple(vector_from(sums, 0, dc), vector_from(sums, dc, P), vector_from(sums, dc + P, P),
-                          sums[dc + 2 * P]);
+    });
 }
 
 }  // namespace

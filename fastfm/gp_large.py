@@ -28,6 +28,7 @@ the regressor maximises the exact log marginal likelihood on a random
 subset of ``cg_options["subset"]`` points (default 2000, a Cholesky-sized
 problem), then solves the full-N system by PCG at those hyperparameters.
 """
+import logging
 import math
 from dataclasses import dataclass, field
 
@@ -48,6 +49,8 @@ __all__ = ["kernel_matvec", "pivoted_cholesky", "PivotedCholeskyPreconditioner",
 #   subset: points on which hyperparameters are fitted exactly (see the module docstring).
 #   n_probes: Rademacher probes of the stochastic trace estimator.
 DEFAULT_CG_OPTIONS = {"tol": 1e-4, "max_iter": 1000, "rank": 300, "subset": 2000, "n_probes": 16}
+
+_LOGGER = logging.getLogger(__name__)
 
 # Relative trace of the residual diagonal at which the pivoted Cholesky stops early
 # (its approximation is then exact to this fraction: more pivots cannot help CG).
@@ -268,6 +271,8 @@ def pcg(apply_A, B, apply_M_inv, tol, max_iter, X0=None):
         R -= step * AP
         residual = np.linalg.norm(R, axis=0) / b_norm
         active &= residual > tol
+        _LOGGER.debug("PCG iteration %d: largest relative residual %.3g, %d column(s) active",
+                      n_iter, float(np.max(residual)), int(np.sum(active)))
         if not np.any(active):
             break
         Z = apply_M_inv(R)

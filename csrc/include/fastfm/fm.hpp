@@ -1021,12 +1021,26 @@ inline void argument_for_row(const GramProblem<T>& pb, std::size_t a, std::size_
     continuous_argument(ws.sq.data(), count, pb.plan->modulation.exponent, ws.arg.data());
 }
 
+// K[a, js:js+count] into `out`: one chunk of one kernel row (the Gram tile and the matrix-free
+// product, matvec.hpp, share it).
+template <typename T>
+inline void kernel_row_chunk(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a, std::size_t js,
+                             std::size_t count, T* FASTFM_RESTRICT out) {
+    const FMPlan<T>& plan = *pb.plan;
+    const std::size_t P = plan.n_variables();
+    argument_for_row(pb, a, js, count, ws);
+    for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
+    const int64_t* v = pb.rows_states + a * P;
+    for (std::size_t p = 0; p < P; ++p)
+        multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
+                        ws.arg.data(), count, out, ws);
+}
+
 // K[a, j] for rows [a0, a1) (and, if symmetric, K[j, a] for j > a).
 template <typename T>
 void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
     constexpr std::size_t B = Workspace<T>::B;
-    const FMPlan<T>& plan = *pb.plan;
-    const std::size_t M = pb.cols->n_points, P = plan.n_variables();
+    const std::size_t M = pb.cols->n_points;
     const std::size_t first = pb.symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < M; j0 += B) {
         const std::size_t j1 = std::min(M, j0 + B);
@@ -1034,13 +1048,8 @@ void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::
             const std::size_t js = pb.symmetric ? std::max(j0, a) : j0;
             if (js >= j1) continue;
             const std::size_t count = j1 - js;
-            argument_for_row(pb, a, js, count, ws);
             T* FASTFM_RESTRICT out = pb.K + a * M + js;
-            for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
-            const int64_t* v = pb.rows_states + a * P;
-            for (std::size_t p = 0; p < P; ++p)
-                multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
-                                ws.arg.data(), count, out, ws);
+            kernel_row_chunk(pb, ws, a, js, count, out);
             if (pb.symmetric)
                 for (std::size_t j = (js == a ? 1 : 0); j < count; ++j) pb.K[(js + j) * M + a] = out[j];
         }

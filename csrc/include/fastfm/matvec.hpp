@@ -3,7 +3,7 @@
 //   out = K(X1, X2) V,   V of shape (M, r) (a block of r vectors)
 //
 // K is never stored: each thread computes one chunk of a kernel row at a time
-// (kColumnChunk columns, the same building blocks as gram_tile) and folds it
+// (kColumnChunk columns, fm.hpp's kernel_row_chunk, as in gram_tile) and folds it
 // into the product at once, so memory is O(N r + threads × chunk), not O(N M).
 // The symmetric case (X2 = X1) evaluates each pair a ≤ b once and scatters it
 // into both out[a] and out[b]; every thread then accumulates into its own
@@ -46,20 +46,6 @@ struct MatvecWorkspace {
     MatvecWorkspace(const FMPlan<T>& plan, std::size_t rank, std::size_t n_rows)
         : gram(plan.n_variables(), plan.max_states), row(Workspace<T>::B), acc(rank * n_rows, T(0)) {}
 };
-
-// K[a, js:js+count] into `out` (same arithmetic as gram_tile).
-template <typename T>
-inline void kernel_row_chunk(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a, std::size_t js,
-                             std::size_t count, T* FASTFM_RESTRICT out) {
-    const FMPlan<T>& plan = *pb.plan;
-    const std::size_t P = plan.n_variables();
-    argument_for_row(pb, a, js, count, ws);
-    for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
-    const int64_t* v = pb.rows_states + a * P;
-    for (std::size_t p = 0; p < P; ++p)
-        multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
-                        ws.arg.data(), count, out, ws);
-}
 
 // Rows [a0, a1) of K V into ws.acc (and, if symmetric, the mirrored pairs' columns).
 template <typename T>
