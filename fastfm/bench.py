@@ -297,6 +297,8 @@ def main(argv=None):
     regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
     regression.add_argument("--subset-study", type=int, default=None, metavar="N",
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
+    regression.add_argument("--fixed-noise", type=float, default=None, metavar="NOISE",
+                            help="fastfm at ModLap's default hyperparameters and this standardised noise (no fit)")
     regression.add_argument("--components", type=int, default=None, metavar="N",
                             help="instead: wall/CPU time of each piece of the exact solver at N points")
     # <<< Large-N GP regression benchmark
@@ -323,7 +325,8 @@ def main(argv=None):
                                      tuple(p for p in args.peers.split(",") if p and p != "none"),
                                      args.sklearn_max_n, args.botorch_max_n, args.cg_sizes,
                                      emit=lambda line: print(line, flush=True),
-                                     cg_options=None if args.cg_tol is None else {"tol": args.cg_tol})
+                                     cg_options=None if args.cg_tol is None else {"tol": args.cg_tol},
+                                     fixed_noise=args.fixed_noise)
         return 0
 
     if args.backend not in available_backends():

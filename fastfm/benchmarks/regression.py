@@ -103,20 +103,25 @@ def _one_hot(X):
     return np.hstack([c, ordinal, hot])
 
 
-def _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, cg_sizes, cg_options, emit):
+def _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, cg_sizes, cg_options, emit,
+                 fixed_noise=None):
     from .. import GaussianProcessRegressor
     from ..kernels import ModLap
 
-    # hyperparameters: exact type-II ML on the first `subset` points, shared by every size (fixed-θ protocol)
-    tuned, hyper_time = _timed(lambda: GaussianProcessRegressor(ModLap(space), n_restarts=n_restarts,
-                                                                random_state=seed).fit(X[:subset], y[:subset]))
-    emit(f"fastfm hyperparameters: exact ML on {subset} points, {n_restarts + 1} L-BFGS-B starts: "
-         f"{hyper_time:.1f} s (noise {tuned.noise_:.3g} standardised)")
+    if fixed_noise is None:
+        # hyperparameters: exact type-II ML on the first `subset` points, shared by every size (fixed-θ protocol)
+        tuned, hyper_time = _timed(lambda: GaussianProcessRegressor(ModLap(space), n_restarts=n_restarts,
+                                                                    random_state=seed).fit(X[:subset], y[:subset]))
+        kernel, noise = tuned.kernel_, tuned.noise_
+        emit(f"fastfm hyperparameters: exact ML on {subset} points, {n_restarts + 1} L-BFGS-B starts: "
+             f"{hyper_time:.1f} s (noise {noise:.3g} standardised)")
+    else:
+        kernel, noise = ModLap(space), float(fixed_noise)
+        emit(f"fastfm hyperparameters: ModLap defaults, noise {noise:.3g} standardised (not fitted)")
     for n in sizes:
         methods = ["auto"] + (["cg"] if n in cg_sizes and n <= 20_000 else [])
         for method in methods:
-            gp = GaussianProcessRegressor(tuned.kernel_, optimizer=None, noise=tuned.noise_, method=method,
-                                          cg_options=cg_options)
+            gp = GaussianProcessRegressor(kernel, optimizer=None, noise=noise, method=method, cg_options=cg_options)
             _, fit_time = _timed(lambda: gp.fit(X[:n], y[:n]))
             _, mean_time = _timed(lambda: gp.predict(X_test))
             (mean, std), std_time = _timed(lambda: gp.predict(X_test, return_std=True))
@@ -205,7 +210,7 @@ def _row(model, n, method, fit_time, mean_time, std_time, rmse, nll):
 
 def run_regression_benchmark(sizes=(2000, 10_000, 50_000), n_test=10_000, subset=2000, n_restarts=2, seed=0,
                              peers=("sklearn", "botorch"), sklearn_max_n=10_000, botorch_max_n=2000, cg_sizes=(),
-                             emit=print, cg_options=None):
+                             emit=print, cg_options=None, fixed_noise=None):
     """Fit/predict time, test RMSE and NLL on the mixed regression set for fastfm and its peers.
 
     Every size uses the first N points of one seeded training set and the same
@@ -226,7 +231,8 @@ def run_regression_benchmark(sizes=(2000, 10_000, 50_000), n_test=10_000, subset
     emit("|---|---|---|---|---|---|---|---|")
     if cg_options:
         emit(f"PCG options: {cg_options}")
-    _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, set(cg_sizes), cg_options, emit)
+    _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, set(cg_sizes), cg_options, emit,
+                 fixed_noise)
     if "sklearn" in peers:
         _sklearn_rows(X, y, X_test, y_test, sizes, subset, seed, sklearn_max_n, emit)
     if "botorch" in peers:
