@@ -21,6 +21,7 @@
 #include "fastfm/fm.hpp"
 #include "fastfm/set.hpp"
 #include "fastfm/hier.hpp"
+#include "fastfm/matvec.hpp"
 
 namespace py = pybind11;
 
@@ -280,14 +281,12 @@ py::array_t<double> vector_from(const std::vector<double>& values, std::size_t b
     return out;
 }
 
-py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
-                            const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
-                            int kind, const py::object& coefficients, double exponent, int num_threads) {
-    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+// The symmetric reduction over the Gram of (C, D); `set_weights(problem)` points the problem at its
+// weights (a dense W, or low-rank factors) and runs without the GIL, so it must not touch Python objects.
+template <typename SetWeights>
+py::tuple symmetric_reduction(const DoubleArray& C, const IndexArray& D, const Tables& tables, const Hyper& h,
+                              int num_threads, SetWeights set_weights) {
     const py::ssize_t N = C.shape(0), Dc = C.shape(1);
-    IndexArray D = state_matrix(D_obj, "D", tables, N);
-    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
-    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
     std::vector<double> sums;
     {
         py::gil_scoped_release release;
@@ -301,14 +300,26 @@ py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, co
         pb.rows_continuous = C.data();
         pb.rows_states = D.data();
         pb.cols = &cols;
-        pb.W = W.data();
         pb.N = static_cast<std::size_t>(N);
         pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+        set_weights(pb);
         sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
     }
     const std::size_t P = tables.n_variables(), dc = static_cast<std::size_t>(Dc);
     return py::make_tuple(vector_from(sums, 0, dc), vector_from(sums, dc, P), vector_from(sums, dc + P, P),
                           sums[dc + 2 * P]);
+}
+
+py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
+                            const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
+                            int kind, const py::object& coefficients, double exponent, int num_threads) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const double* w = W.data();
+    return symmetric_reduction(C, D, tables, h, num_threads, [w](fastfm::ReductionProblem<double>& pb) { pb.W = w; });
 }
 
 py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& D_obj, const py::object& W_obj,
@@ -583,6 +594,95 @@ py::array_t<double> set_grad_reduction(const py::object& A_obj, const py::object
 // Set kernels.  End (module definitions: see the end of PYBIND11_MODULE).
 // ============================================================================
 
+// ============================================================================
+// >>> Large-N GP regression: matrix-free K·V products (fastfm/gp_large.py)
+// ============================================================================
+namespace fastfm_dispatch {
+
+FASTFM_HOT void matvec_tile_f64(const fastfm::MatvecProblem<double>& pb, fastfm::MatvecWorkspace<double>& ws,
+                                std::size_t a0, std::size_t a1) {
+    fastfm::matvec_tile(pb, ws, a0, a1);
+}
+
+}  // namespace fastfm_dispatch
+
+namespace {
+
+py::array_t<double> fm_gram_matvec(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                                   const py::object& D2_obj, const py::object& V_obj, const Tables& tables,
+                                   const py::object& alphas, const py::object& betas, double variance, int kind,
+                                   const py::object& coefficients, double exponent, int num_threads) {
+    if (C2_obj.is_none() != D2_obj.is_none())
+        throw py::value_error("C2 and D2 must both be arrays (cross product) or both be None (symmetric K)");
+    const bool symmetric = C2_obj.is_none();
+    DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C1.shape(0), Dc = C1.shape(1);
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables, N);
+    DoubleArray C2 = symmetric ? C1 : float_array(C2_obj, "C2", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
+    IndexArray D2 = symmetric ? D1 : state_matrix(D2_obj, "D2", tables, C2.shape(0));
+    const py::ssize_t M = C2.shape(0);
+    DoubleArray V = float_array(V_obj, "V", {M, -1}, "(" + std::to_string(M) + ", n_vectors)");
+    const py::ssize_t r = V.shape(1);
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> out({N, r});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(M),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        // V (M, r) -> Vt (r, M): the tile's inner loops then run along contiguous columns
+        std::vector<double> Vt(static_cast<std::size_t>(M * r)), out_t(static_cast<std::size_t>(N * r));
+        const double* v = V.data();
+        for (py::ssize_t j = 0; j < M; ++j)
+            for (py::ssize_t c = 0; c < r; ++c) Vt[c * M + j] = v[j * r + c];
+        fastfm::MatvecProblem<double> pb;
+        pb.gram.plan = &plan;
+        pb.gram.rows_continuous = C1.data();
+        pb.gram.rows_states = D1.data();
+        pb.gram.cols = &cols;
+        pb.gram.n_rows = static_cast<std::size_t>(N);
+        pb.gram.symmetric = symmetric;
+        pb.Vt = Vt.data();
+        pb.rank = static_cast<std::size_t>(r);
+        fastfm::run_matvec(pb, out_t.data(), num_threads, &fastfm_dispatch::matvec_tile_f64);
+        double* o = out.mutable_data();
+        for (py::ssize_t a = 0; a < N; ++a)
+            for (py::ssize_t c = 0; c < r; ++c) o[a * r + c] = out_t[c * N + a];
+    }
+    return out;
+}
+
+py::tuple fm_grad_reduction_low_rank(const py::object& C_obj, const py::object& D_obj, const py::object& U_obj,
+                                     const py::object& Z_obj, const Tables& tables, const py::object& alphas,
+                                     const py::object& betas, double variance, int kind,
+                                     const py::object& coefficients, double exponent, int num_threads) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray U = float_array(U_obj, "U", {N, -1}, "(" + std::to_string(N) + ", rank)");
+    const py::ssize_t r = U.shape(1);
+    DoubleArray Z = float_array(Z_obj, "Z", {N, r}, "(" + std::to_string(N) + ", " + std::to_string(r) + ") like U");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    // transposed (rank, N): the tile reads each factor column along contiguous points
+    std::vector<double> U_t(static_cast<std::size_t>(N * r)), Z_t(static_cast<std::size_t>(N * r));
+    for (py::ssize_t a = 0; a < N; ++a)
+        for (py::ssize_t c = 0; c < r; ++c) {
+            U_t[c * N + a] = U.data()[a * r + c];
+            Z_t[c * N + a] = Z.data()[a * r + c];
+        }
+    return symmetric_reduction(C, D, tables, h, num_threads, [&](fastfm::ReductionProblem<double>& pb) {
+        pb.U_t = U_t.data();
+        pb.Z_t = Z_t.data();
+        pb.low_rank = static_cast<std::size_t>(r);
+    });
+}
+
+}  // namespace
+// ============================================================================
+// <<< Large-N GP regression
+// ============================================================================
+
+
 PYBIND11_MODULE(_cpp, m) {
     m.doc() = "fastfm's compiled backend (C++17, OpenMP): FM kernel Grams and fused gradient reductions";
 
@@ -782,4 +882,15 @@ PYBIND11_MODULE(_cpp, m) {
         py::arg("lengthscale"), py::arg("variance"), py::arg("profile"), py::arg("num_threads") = 0,
         "(t (n_dims,), u (n_dims,), g_variance): the sums of numpy_backend.hier_grad_reduction.");
     // ===================== end of the hierarchical kernel section =====================
+
+    // >>> Large-N GP regression (fastfm/gp_large.py)
+    m.def("fm_gram_matvec", &fm_gram_matvec, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"), py::arg("V"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "K(X1, X2) V, shape (N, r), without storing K; C2 = D2 = None for the symmetric K(X1, X1).");
+    m.def("fm_grad_reduction_low_rank", &fm_grad_reduction_low_rank, py::arg("C"), py::arg("D"), py::arg("U"),
+          py::arg("Z"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "fm_grad_reduction with W = U Zᵀ (U, Z of shape (N, r)), W never formed.");
+    // <<< Large-N GP regression
 }

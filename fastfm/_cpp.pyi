@@ -71,3 +71,12 @@ def hier_gram(V1: ArrayLike, M1: ArrayLike, V2: ArrayLike | None, M2: ArrayLike 
 def hier_grad_reduction(V: ArrayLike, M: ArrayLike, W: ArrayLike, is_real: ArrayLike, omega: ArrayLike,
                         rho_pi: ArrayLike, lengthscale: float, variance: float, profile: int, num_threads: int = 0
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]: ...
+
+# Large-N GP regression (fastfm/gp_large.py)
+def fm_gram_matvec(C1: ArrayLike, D1: ArrayLike, C2: ArrayLike | None, D2: ArrayLike | None, V: ArrayLike,
+                   tables: SpectralTables, alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int,
+                   coefficients: ArrayLike, exponent: float, num_threads: int = 0) -> NDArray[np.float64]: ...
+def fm_grad_reduction_low_rank(C: ArrayLike, D: ArrayLike, U: ArrayLike, Z: ArrayLike, tables: SpectralTables,
+                               alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int,
+                               coefficients: ArrayLike, exponent: float, num_threads: int = 0
+                               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]: ...

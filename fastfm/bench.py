@@ -392,6 +392,29 @@ def main(argv=None):
     hier.add_argument("--statistic", choices=sorted(STATISTICS), default="median")
     hier.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                       help="cpu (process CPU time) with --threads 1 is the robust figure on a busy machine")
+    # >>> Large-N GP regression benchmark (fastfm/benchmarks/regression.py)
+    regression = commands.add_parser("regression", help="GP regression on the mixed set: fit/predict time, RMSE, NLL")
+    regression.add_argument("--sizes", type=lambda s: [int(n) for n in s.split(",")], default=[2000, 10_000, 50_000],
+                            metavar="N,N,...", help="training sizes (default: 2000,10000,50000)")
+    regression.add_argument("--n-test", type=int, default=10_000, help="test points (default: %(default)s)")
+    regression.add_argument("--subset", type=int, default=2000, help="points of the hyperparameter fit")
+    regression.add_argument("--restarts", type=int, default=2, help="extra L-BFGS-B starts of that fit")
+    regression.add_argument("--cg-sizes", type=lambda s: [int(n) for n in s.split(",")], default=[],
+                            metavar="N,...", help="sizes that also get a forced method='cg' row")
+    regression.add_argument("--peers", default="sklearn,botorch", help="comma list of sklearn, botorch, or none")
+    regression.add_argument("--sklearn-max-n", type=int, default=10_000)
+    regression.add_argument("--botorch-max-n", type=int, default=2000)
+    regression.add_argument("--seed", type=int, default=0)
+    regression.add_argument("--cg-tol", type=float, default=None,
+                            help="relative residual of the PCG solves (default: gp_large.DEFAULT_CG_OPTIONS)")
+    regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
+    regression.add_argument("--subset-study", type=int, default=None, metavar="N",
+                            help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
+    regression.add_argument("--fixed-noise", type=float, default=None, metavar="NOISE",
+                            help="fastfm at ModLap's default hyperparameters and this standardised noise (no fit)")
+    regression.add_argument("--components", type=int, default=None, metavar="N",
+                            help="instead: wall/CPU time of each piece of the exact solver at N points")
+    # <<< Large-N GP regression benchmark
     args = parser.parse_args(argv)
 
     from ._config import config_context
@@ -408,6 +431,28 @@ def main(argv=None):
         print(_describe_machine())
         with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
             run_hierarchical_benchmarks(args.sizes, args.repeat, clock=args.clock, statistic=args.statistic)
+        return 0
+    if args.command == "regression":
+        from .benchmarks.regression import run_regression_benchmark
+        print(_describe_machine())
+        print("command: python -m fastfm.bench " + " ".join(sys.argv[1:] if argv is None else argv))
+        with config_context(**({} if args.threads is None else {"num_threads": args.threads})):
+            if args.components:
+                from .benchmarks.regression import run_exact_components
+                run_exact_components(args.components, n_test=args.n_test, seed=args.seed,
+                                     emit=lambda line: print(line, flush=True))
+                return 0
+            if args.subset_study:
+                from .benchmarks.regression import run_subset_study
+                run_subset_study(args.subset_study, n_test=args.n_test, n_restarts=args.restarts, seed=args.seed,
+                                 emit=lambda line: print(line, flush=True))
+                return 0
+            run_regression_benchmark(args.sizes, args.n_test, args.subset, args.restarts, args.seed,
+                                     tuple(p for p in args.peers.split(",") if p and p != "none"),
+                                     args.sklearn_max_n, args.botorch_max_n, args.cg_sizes,
+                                     emit=lambda line: print(line, flush=True),
+                                     cg_options=None if args.cg_tol is None else {"tol": args.cg_tol},
+                                     fixed_noise=args.fixed_noise)
         return 0
 
     if args.backend not in available_backends():

@@ -26,6 +26,7 @@ Numerics (GPML = Rasmussen & Williams 2006)
   final model needed one.
 """
 import contextlib
+import logging
 import math
 import numbers
 import warnings
@@ -39,6 +40,14 @@ from ._parallel import thread_map
 from .exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
 
 __all__ = ["GaussianProcessRegressor", "GaussianLogPrior", "JitterWarning"]
+
+_LOGGER = logging.getLogger(__name__)
+
+# ``method="auto"`` factorises exactly up to this many training points and uses the matrix-free PCG
+# solver beyond.  The exact fit holds K and its factor (2·8N² bytes: 6.4 GB at N = 20,000) plus a cross
+# Gram block at prediction, which is what fits next to the data on a 24 GB machine.
+_MAX_EXACT_N = 20_000
+_METHODS = ("auto", "cholesky", "cg")
 
 # Jitter added to the diagonal, as a multiple of the mean diagonal of K + noise·I, tried in this order
 # after a plain Cholesky fails: 1e-10 .. 1e-4 in decades.  Beyond 1e-4 the jitter would dominate the
@@ -266,6 +275,19 @@ class GaussianProcessRegressor:
         continue to convergence (about half the likelihood evaluations; the
         same optimum in 23 of 24 measured fits).  None runs every start to
         convergence.
+    method : {"auto", "cholesky", "cg"}, default "auto"
+        Linear-algebra solver.  "cholesky": exact (GPML Alg. 2.1), O(N²) memory.
+        "cg": matrix-free (``fastfm.gp_large``): preconditioned conjugate
+        gradients with kernel matrix-vector products computed on the fly,
+        hyperparameters fitted exactly on a random subset of
+        ``cg_options["subset"]`` points; predictive std from the DTC
+        approximation on the preconditioner's pivots.  "auto": "cholesky"
+        for N ≤ ``max_exact_n``, else "cg".  The choice is ``solver_``.
+    max_exact_n : int, default 20000
+        Largest N that ``method="auto"`` factorises exactly.
+    cg_options : dict or None
+        Overrides of ``fastfm.gp_large.DEFAULT_CG_OPTIONS`` (tol, max_iter,
+        rank, subset, n_probes).
 
     Attributes
     ----------
@@ -287,7 +309,12 @@ class GaussianProcessRegressor:
     jitter_ : float
         Jitter added to the diagonal of the final factor (0.0 when none).
     log_marginal_likelihood_value_ : float
-        log p(y_train_ | X, θ) at the fitted hyperparameters.
+        log p(y_train_ | X, θ) at the fitted hyperparameters (exact solver); with ``solver_ == "cg"``
+        the exact value on the hyperparameter subset (the full-N value is not computed).
+    solver_ : {"cholesky", "cg"}
+        The solver ``fit`` used (``method``, or what ``method="auto"`` picked for this N).
+    cg_info_ : fastfm.gp_large.CGInfo or None
+        PCG iterations and final relative residuals (``solver_ == "cg"`` only).
     n_restarts_failed_ : int
         Starts whose optimisation failed (skipped).
     best_y_standardized_ : float
@@ -296,7 +323,8 @@ class GaussianProcessRegressor:
 
     def __init__(self, kernel, space=None, optimizer="fmin_l_bfgs_b", n_restarts=10, noise=1e-4,
                  noise_bounds=(1e-6, 1.0), normalize_y=True, log_transform_y=False, random_state=None,
-                 copy_X_train=True, theta_prior=None, n_finalists=None):
+                 copy_X_train=True, theta_prior=None, n_finalists=None, method="auto", max_exact_n=_MAX_EXACT_N,
+                 cg_options=None):
         self.kernel = kernel
         self.space = space
         self.optimizer = optimizer
@@ -309,10 +337,14 @@ class GaussianProcessRegressor:
         self.copy_X_train = copy_X_train
         self.theta_prior = theta_prior
         self.n_finalists = n_finalists
+        self.method = method
+        self.max_exact_n = max_exact_n
+        self.cg_options = cg_options
 
     # scikit-learn estimator protocol: the constructor arguments, so that sklearn.base.clone works
     _PARAM_NAMES = ("kernel", "space", "optimizer", "n_restarts", "noise", "noise_bounds", "normalize_y",
-                    "log_transform_y", "random_state", "copy_X_train", "theta_prior", "n_finalists")
+                    "log_transform_y", "random_state", "copy_X_train", "theta_prior", "n_finalists", "method",
+                    "max_exact_n", "cg_options")
 
     def get_params(self, deep=True):
         """The constructor arguments by name (``deep`` is accepted for scikit-learn compatibility)."""
@@ -520,6 +552,8 @@ class GaussianProcessRegressor:
             raise InvalidConfigError("fit needs at least one observation, got X with 0 rows", "X")
         if self.copy_X_train:
             X = X.copy()
+        if self._select_solver(X.shape[0]) == "cg":
+            return self._fit_cg(X, y_train, (y_mean, y_std, y_shift, y_log_scale))
 
         kernel = self.kernel.clone_with_theta(self.kernel.theta)
         n_kernel = kernel.n_theta
@@ -611,6 +645,10 @@ class GaussianProcessRegressor:
         self.best_y_standardized_ = float(np.min(y_train))
         self._fitted_theta = np.append(kernel.theta, log_noise)
         self._diag_depends_on_continuous = self._probe_diag(kernel, X)
+        self.solver_ = "cholesky"
+        self.cg_info_ = None
+        self._preconditioner = None
+        _LOGGER.info("fastfm GP fit: N=%d, solver=cholesky", X.shape[0])
         return self
 
     @staticmethod
@@ -698,6 +736,8 @@ class GaussianProcessRegressor:
             X = self._as_array(X, validate=False)
             return np.zeros(X.shape[0]), np.sqrt(np.maximum(self.kernel.diag(X), 0.0))
         X = self._as_array(X, validate=False)
+        if self.solver_ == "cg":
+            return self._predict_cg(X)
         return self.predict_standardized_from_cross(self.kernel_(X, self.X_train_), self.kernel_.diag(X))
 
     def predict_standardized_from_cross(self, K_cross, k_diag):
@@ -715,6 +755,7 @@ class GaussianProcessRegressor:
         mu, sigma : ndarrays of shape (M,)
         """
         self._check_fitted()
+        self._require_exact("predict_standardized_from_cross")
         K_cross = np.asarray(K_cross, dtype=np.float64)
         # GPML Alg. 2.1, line 4: f̄* = k*ᵀ α
         mu = K_cross @ self.alpha_
@@ -739,6 +780,7 @@ class GaussianProcessRegressor:
             is set to 0.
         """
         self._check_fitted()
+        self._require_exact("predict_standardized_with_input_gradient")
         X = self._as_array(X, validate=False)
         K, dK = self.kernel_.gram_and_input_gradient(X, self.X_train_)   # (M, N), (M, N, Dc)
         mu = K @ self.alpha_
@@ -794,8 +836,12 @@ class GaussianProcessRegressor:
         fitted = self._is_fitted()
         kernel = self.kernel_ if fitted else self.kernel
         y_mean, y_std = (self.y_mean_, self.y_std_) if fitted else (0.0, 1.0)
+        if fitted and not (return_std or return_cov):
+            # the mean alone: K(X*, X) α by the matrix-free product (no M×N block, no triangular solve)
+            return self._untransform_mean(y_mean + y_std * self._predict_mean(X))
         if return_cov:
             if fitted:
+                self._require_exact("predict(return_cov=True)")
                 K_cross = kernel(X, self.X_train_)
                 mu = K_cross @ self.alpha_
                 v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
@@ -816,6 +862,87 @@ class GaussianProcessRegressor:
         return mean
 
     def __repr__(self):
+        solver = f", solver_={self.solver_!r}" if hasattr(self, "solver_") else ""
         return (f"GaussianProcessRegressor(kernel={self.kernel!r}, optimizer={self.optimizer!r}, "
                 f"n_restarts={self.n_restarts}, noise={self.noise!r}, normalize_y={self.normalize_y}, "
-                f"log_transform_y={self.log_transform_y})")
+                f"log_transform_y={self.log_transform_y}, method={self.method!r}{solver})")
+
+    # =====================================================================
+    # >>> Large-N solver selection and the matrix-free (PCG) path (fastfm/gp_large.py)
+    # =====================================================================
+    def _select_solver(self, n):
+        """"cholesky" or "cg" for n training points (``method``; "auto" compares n with ``max_exact_n``)."""
+        if self.method not in _METHODS:
+            raise InvalidConfigError(f"method must be one of {list(_METHODS)}, got method={self.method!r}",
+                                     "method", self.method)
+        if (not isinstance(self.max_exact_n, numbers.Integral) or isinstance(self.max_exact_n, bool)
+                or self.max_exact_n < 1):
+            raise InvalidConfigError(f"max_exact_n must be a positive integer, got max_exact_n={self.max_exact_n!r}",
+                                     "max_exact_n", self.max_exact_n)
+        from .gp_large import check_cg_options
+        check_cg_options(self.cg_options)  # fail early on bad options, whatever the solver
+        if self.method != "auto":
+            return self.method
+        return "cholesky" if n <= self.max_exact_n else "cg"
+
+    def _require_exact(self, what):
+        if getattr(self, "solver_", "cholesky") != "cholesky":
+            raise InvalidConfigError(f"{what} needs the exact solver, but this model was fitted with "
+                                     f"solver_={self.solver_!r}; refit with method='cholesky'", "method", self.method)
+
+    def _fit_cg(self, X, y_train, y_transform):
+        """Matrix-free fit: hyperparameters on a random subset (exact), then α = (K + noise·I)⁻¹ y by PCG."""
+        from .gp_large import check_cg_options, solve_system
+        options = check_cg_options(self.cg_options)
+        noise, _ = self._check_params()
+        n = X.shape[0]
+        lml = float("nan")
+        n_failed = 0
+        if self.optimizer is not None:
+            # Exact type-II ML on a subset: standardised y as is (no second normalisation), so the fitted
+            # noise is in the units of the full model.
+            rng = np.random.default_rng(self.random_state)
+            subset = np.sort(rng.choice(n, size=min(options["subset"], n), replace=False))
+            sub = GaussianProcessRegressor(
+                self.kernel, space=self.space, optimizer=self.optimizer, n_restarts=self.n_restarts, noise=noise,
+                noise_bounds=self.noise_bounds, normalize_y=False, log_transform_y=False,
+                random_state=self.random_state, copy_X_train=False, theta_prior=self.theta_prior,
+                method="cholesky").fit(X[subset], y_train[subset])
+            kernel, noise = sub.kernel_, sub.noise_
+            lml, n_failed = sub.log_marginal_likelihood_value_, sub.n_restarts_failed_
+        else:
+            kernel = self.kernel.clone_with_theta(self.kernel.theta)
+        solution, info, preconditioner = solve_system(kernel, X, noise, y_train[:, None], options)
+
+        self.kernel_ = kernel
+        self.noise_ = float(noise)
+        self.X_train_ = X
+        self.y_train_ = y_train
+        self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_ = y_transform
+        self.L_ = None
+        self.jitter_ = 0.0
+        self.alpha_ = solution[:, 0]
+        self.log_marginal_likelihood_value_ = float(lml)
+        self.n_restarts_failed_ = n_failed
+        self.best_y_standardized_ = float(np.min(y_train))
+        self._fitted_theta = np.append(kernel.theta, math.log(noise))
+        self._diag_depends_on_continuous = self._probe_diag(kernel, X)
+        self.solver_ = "cg"
+        self.cg_info_ = info
+        self._preconditioner = preconditioner
+        _LOGGER.info("fastfm GP fit: N=%d, solver=cg (%d PCG iterations, residual %.2g, preconditioner rank %d)",
+                     n, info.n_iter, float(np.max(info.residuals)), preconditioner.rank)
+        return self
+
+    def _predict_mean(self, X):
+        """Mean of the standardised latent f, K(X*, X) α, by the matrix-free product (either solver)."""
+        from .gp_large import kernel_matvec
+        return kernel_matvec(self.kernel_, X, self.alpha_, Y=self.X_train_)
+
+    def _predict_cg(self, X):
+        """(mu, sigma) of the standardised latent f for the PCG solver: exact mean, DTC std (gp_large)."""
+        from .gp_large import dtc_variance
+        var = dtc_variance(self.kernel_, self.X_train_, self._preconditioner, X, self.noise_)
+        return self._predict_mean(X), np.sqrt(var)
+    # <<< Large-N solver selection and the matrix-free (PCG) path
+

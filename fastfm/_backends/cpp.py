@@ -171,3 +171,15 @@ def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, 
     """(t, u, g_variance) of ``numpy_backend.hier_grad_reduction``."""
     return _cpp.hier_grad_reduction(V, M, W, is_real, omega, rho_pi, float(lengthscale), float(variance),
                                     int(profile), _hier_threads(len(V) * (len(V) + 1) // 2, V.shape[1]))
+
+
+def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
+    """K(X1, X2) V, shape (N, r), computing kernel tiles on the fly (K is never stored)."""
+    n_pairs = len(D1) * (len(D1) + 1) // 2 if D2 is None else len(D1) * len(D2)
+    return _cpp.fm_gram_matvec(C1, D1, C2, D2, V, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))
+
+
+def fm_grad_reduction_low_rank(C, D, U, Z, spectra, alphas, betas, variance, modulation):
+    """Σ_ab (U Zᵀ)_ab ∂K_ab/∂ψ, the weights formed chunk by chunk (never N×N)."""
+    return _cpp.fm_grad_reduction_low_rank(C, D, U, Z, *_hyper(spectra, alphas, betas, variance, modulation,
+                                                                2 * len(D) * len(D)))

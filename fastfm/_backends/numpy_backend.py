@@ -523,3 +523,48 @@ def hier_cross_gradient(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, var
         dK[:, :, i] = np.where(both, 2.0 * omega[i] ** 2 * np.sin(delta) * rho_pi[i], 0.0)
     dK *= (variance * dg / lengthscale ** 2)[:, :, None]
     return variance * g, dK
+
+
+# Rows of K computed at a time by the blocked reference matvec: a (512, M) slab
+# is 4 MB per 1000 columns, so memory stays O(M) however large N is.
+_MATVEC_BLOCK_ROWS = 512
+
+
+def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
+    """K(X1, X2) V without forming K: row blocks of K, each multiplied at once.
+
+    Parameters
+    ----------
+    C1, D1 : (N, Dc), (N, P)
+    C2, D2 : (M, Dc), (M, P), or both None for the symmetric K(X1, X1)
+    V : (M, r) float64
+        The block of vectors (M = N when symmetric).
+
+    Returns
+    -------
+    KV : (N, r)
+    """
+    C2_, D2_ = (C1, D1) if C2 is None else (C2, D2)
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim != 2 or V.shape[0] != C2_.shape[0]:
+        raise ValueError(f"V must have shape ({C2_.shape[0]}, n_vectors), got {V.shape}")
+    out = np.empty((C1.shape[0], V.shape[1]))
+    for a0 in range(0, C1.shape[0], _MATVEC_BLOCK_ROWS):
+        a1 = min(C1.shape[0], a0 + _MATVEC_BLOCK_ROWS)
+        block = fm_gram(C1[a0:a1], D1[a0:a1], C2_, D2_, spectra, alphas, betas, variance, modulation)
+        out[a0:a1] = block @ V
+    return out
+
+
+def fm_grad_reduction_low_rank(C, D, U, Z, spectra, alphas, betas, variance, modulation):
+    """:func:`fm_grad_reduction` with the low-rank weights W = U Zᵀ, U and Z of shape (N, r).
+
+    The stochastic trace estimator's reduction Σ_ab Σ_s U_as ∂K_ab/∂ψ Z_bs.  The
+    reference forms W (N² memory: small N only); the compiled backends form each
+    chunk of W_ab + W_ba on the fly.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    if U.ndim != 2 or U.shape[0] != C.shape[0] or Z.shape != U.shape:
+        raise ValueError(f"U and Z must both have shape ({C.shape[0]}, rank), got {U.shape} and {Z.shape}")
+    return fm_grad_reduction(C, D, U @ Z.T, spectra, alphas, betas, variance, modulation)

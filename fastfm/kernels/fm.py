@@ -181,8 +181,16 @@ class FMKernel(_ModulatedKernel):
         return K, dK / self._values("lengthscale", self.space.n_continuous)[None, None, :]
 
     def _full_reduction(self, X, W):
+        return self._reduction("fm_grad_reduction", X, W)
+
+    def _low_rank_reduction(self, X, U, Z):
+        """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp_large)."""
+        return self._reduction("fm_grad_reduction_low_rank", X, U, Z)
+
+    def _reduction(self, function_name, X, *weights):
+        """Full-length Σ W ∂K/∂θ from the backend function ``function_name`` taking (C, D, *weights, ...)."""
         C, D = self._scaled(X)
-        g_ls, g_alpha, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W, *self._args())
+        g_ls, g_alpha, g_beta, g_var = self._backend_call(function_name, C, D, *weights, *self._args())
         _, dlog_c = self._normaliser()
         # σ² = variance / Π c_p(β_p): the β_p gradient also moves σ²
         g_beta = np.asarray(g_beta) - dlog_c * g_var

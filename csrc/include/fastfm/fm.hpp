@@ -1021,12 +1021,26 @@ inline void argument_for_row(const GramProblem<T>& pb, std::size_t a, std::size_
     continuous_argument(ws.sq.data(), count, pb.plan->modulation.exponent, ws.arg.data());
 }
 
+// K[a, js:js+count] into `out`: one chunk of one kernel row (the Gram tile and the matrix-free
+// product, matvec.hpp, share it).
+template <typename T>
+inline void kernel_row_chunk(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a, std::size_t js,
+                             std::size_t count, T* FASTFM_RESTRICT out) {
+    const FMPlan<T>& plan = *pb.plan;
+    const std::size_t P = plan.n_variables();
+    argument_for_row(pb, a, js, count, ws);
+    for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
+    const int64_t* v = pb.rows_states + a * P;
+    for (std::size_t p = 0; p < P; ++p)
+        multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
+                        ws.arg.data(), count, out, ws);
+}
+
 // K[a, j] for rows [a0, a1) (and, if symmetric, K[j, a] for j > a).
 template <typename T>
 void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
     constexpr std::size_t B = Workspace<T>::B;
-    const FMPlan<T>& plan = *pb.plan;
-    const std::size_t M = pb.cols->n_points, P = plan.n_variables();
+    const std::size_t M = pb.cols->n_points;
     const std::size_t first = pb.symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < M; j0 += B) {
         const std::size_t j1 = std::min(M, j0 + B);
@@ -1034,13 +1048,8 @@ void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::
             const std::size_t js = pb.symmetric ? std::max(j0, a) : j0;
             if (js >= j1) continue;
             const std::size_t count = j1 - js;
-            argument_for_row(pb, a, js, count, ws);
             T* FASTFM_RESTRICT out = pb.K + a * M + js;
-            for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
-            const int64_t* v = pb.rows_states + a * P;
-            for (std::size_t p = 0; p < P; ++p)
-                multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
-                                ws.arg.data(), count, out, ws);
+            kernel_row_chunk(pb, ws, a, js, count, out);
             if (pb.symmetric)
                 for (std::size_t j = (js == a ? 1 : 0); j < count; ++j) pb.K[(js + j) * M + a] = out[j];
         }
@@ -1058,6 +1067,12 @@ struct ReductionProblem {
     const PointColumns<T>* cols = nullptr;
     const T* R = nullptr;  // (N, N) argument, or nullptr for coordinates
     const T* W = nullptr;  // (N, N)
+    // Or, with W == nullptr (symmetric case only), the low-rank weights W = U Zᵀ given
+    // transposed: U_t, Z_t of shape (low_rank, N).  Used by the matrix-free stochastic
+    // trace estimator (matvec.hpp, gp_large.py): W_ab + W_ba is formed per chunk, never stored.
+    const T* U_t = nullptr;
+    const T* Z_t = nullptr;
+    std::size_t low_rank = 0;
     std::size_t N = 0;
     T* omega = nullptr;    // (N, N) output when R is given
     std::vector<T>* tile_partials = nullptr;  // n_tiles × n_components
@@ -1067,6 +1082,23 @@ struct ReductionProblem {
                             std::size_t, T*, T*) = &complete_reduction_registers_any<T>;
     std::size_t n_components() const { return plan->n_continuous + 2 * plan->n_variables() + 1; }
 };
+
+// wts[j] = σ² (W_ab + W_ba) for b = js + j, W = U Zᵀ given as U_t, Z_t (rank, N); the
+// diagonal pair b = a counts once (σ² W_aa), as in the dense symmetric reduction.
+template <typename T>
+inline void low_rank_pair_weights(const T* U_t, const T* Z_t, std::size_t rank, std::size_t N, std::size_t a,
+                                  std::size_t js, std::size_t count, T sigma2, T* FASTFM_RESTRICT wts) {
+    for (std::size_t j = 0; j < count; ++j) wts[j] = T(0);
+    for (std::size_t c = 0; c < rank; ++c) {
+        const T ua = U_t[c * N + a], za = Z_t[c * N + a];
+        const T* FASTFM_RESTRICT u = U_t + c * N + js;
+        const T* FASTFM_RESTRICT z = Z_t + c * N + js;
+#pragma omp simd
+        for (std::size_t j = 0; j < count; ++j) wts[j] += ua * z[j] + za * u[j];
+    }
+    for (std::size_t j = 0; j < count; ++j) wts[j] *= sigma2;
+    if (js == a) wts[0] *= T(0.5);
+}
 
 template <typename T>
 void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1,
@@ -1090,7 +1122,7 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {
         const std::size_t j1 = std::min(N, j0 + B);
-        if (symmetric) {
+        if (symmetric && pb.W != nullptr) {
             // W[j, a0:a1] for the chunk, read along rows of W once per tile:
             // a column walk W[j, a] per row a would miss the cache at every j.
             T* FASTFM_RESTRICT wt = ws.transposed_weights.data();
@@ -1101,8 +1133,12 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
             const std::size_t js = symmetric ? std::max(j0, a) : j0;
             if (js >= j1) continue;
             const std::size_t count = j1 - js;
-            const T* FASTFM_RESTRICT w_row = pb.W + a * N + js;
-            if (symmetric) {
+            const T* FASTFM_RESTRICT w_row = pb.W != nullptr ? pb.W + a * N + js : nullptr;
+            if (symmetric && pb.W == nullptr) {
+                squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
+                continuous_argument(sq, count, exponent, arg);
+                low_rank_pair_weights(pb.U_t, pb.Z_t, pb.low_rank, N, a, js, count, sigma2, wts);
+            } else if (symmetric) {
                 squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
                 continuous_argument(sq, count, exponent, arg);
                 const T* FASTFM_RESTRICT w_col = ws.transposed_weights.data() + (a - a0) * B + (js - j0);

@@ -1,0 +1,66 @@
+"""GP regression benchmarks per backend and N: fit with fixed hyperparameters, predict, matrix-free matvec.
+
+Data: the seeded mixed regression set of ``python -m fastfm.bench regression``
+(``fastfm.benchmarks.regression.make_mixed_regression``: 5 continuous, 5
+nominal, 5 ordinal inputs), so every backend and commit sees the same points.
+Hyperparameters are fixed (ModLap at lengthscale 0.5, α = β = 1, noise 1e-2):
+the timings measure the linear algebra, not an optimiser's path.  A backend
+that is not available here raises ``NotImplementedError`` in ``setup`` (asv:
+skipped), as does the NumPy reference beyond its size limit.
+"""
+from fastfm import GaussianProcessRegressor
+from fastfm._backends import available_backends
+from fastfm.benchmarks.regression import make_mixed_regression
+from fastfm.gp_large import kernel_matvec
+from fastfm.kernels import ModLap
+
+BACKENDS = ["cpp", "numpy", "cuda"]
+# Largest N the NumPy reference is timed on, to keep a run short.
+NUMPY_MAX_N = 2000
+N_TEST = 1000
+
+
+def _setup(backend, n):
+    if backend not in available_backends():
+        raise NotImplementedError(f"backend {backend!r} is not available here")
+    if backend == "numpy" and n > NUMPY_MAX_N:
+        raise NotImplementedError("the NumPy reference is only timed on small problems")
+    space, X, y, X_test, _ = make_mixed_regression(n, N_TEST, seed=0)
+    return ModLap(space, backend=backend), X, y, X_test
+
+
+class GPFitPredict:
+    """Exact (method="cholesky") and matrix-free (method="cg") fit and predict at fixed hyperparameters."""
+
+    params = (BACKENDS, ["cholesky", "cg"], [1000, 2000, 5000])
+    param_names = ["backend", "method", "N"]
+    timeout = 600
+
+    def setup(self, backend, method, n):
+        self.kernel, self.X, self.y, self.X_test = _setup(backend, n)
+        self.gp = GaussianProcessRegressor(self.kernel, optimizer=None, noise=1e-2, method=method).fit(self.X, self.y)
+
+    def time_fit(self, backend, method, n):
+        GaussianProcessRegressor(self.kernel, optimizer=None, noise=1e-2, method=method).fit(self.X, self.y)
+
+    def time_predict_mean(self, backend, method, n):
+        self.gp.predict(self.X_test)
+
+    def time_predict_mean_and_std(self, backend, method, n):
+        self.gp.predict(self.X_test, return_std=True)
+
+
+class KernelMatvec:
+    """K V for the symmetric N×N ModLap Gram, V of 1 or 17 columns (y plus 16 probes)."""
+
+    params = (BACKENDS, [2000, 10000], [1, 17])
+    param_names = ["backend", "N", "n_vectors"]
+    timeout = 300
+
+    def setup(self, backend, n, r):
+        self.kernel, self.X, _, _ = _setup(backend, n)
+        import numpy as np
+        self.V = np.random.default_rng(0).standard_normal((n, r))
+
+    def time_matvec(self, backend, n, r):
+        kernel_matvec(self.kernel, self.X, self.V)

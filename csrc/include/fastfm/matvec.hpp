@@ -1,0 +1,130 @@
+// Matrix-free products with the FM Gram matrix, for large-N GP regression.
+//
+//   out = K(X1, X2) V,   V of shape (M, r) (a block of r vectors)
+//
+// K is never stored: each thread computes one chunk of a kernel row at a time
+// (kColumnChunk columns, fm.hpp's kernel_row_chunk, as in gram_tile) and folds it
+// into the product at once, so memory is O(N r + threads × chunk), not O(N M).
+// The symmetric case (X2 = X1) evaluates each pair a ≤ b once and scatters it
+// into both out[a] and out[b]; every thread then accumulates into its own
+// (r, N) buffer, and the buffers are added in thread order at the end.
+//
+// Pure C++17 templates over the scalar type T; no Python.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fastfm/common.hpp"
+#include "fastfm/fm.hpp"
+
+namespace fastfm {
+
+// Rows per parallel task of a matvec: a tile re-reads the transposed V once per
+// column chunk, so longer tiles amortise nothing; short tiles balance the triangle.
+constexpr std::size_t kMatvecTileRows = 32;
+
+// Inputs of one K·V product.  V and the output are stored transposed,
+// (r, M) and (r, n_rows) row-major, so that the inner loops over columns of K
+// are contiguous dot products / axpys that vectorise.
+template <typename T>
+struct MatvecProblem {
+    GramProblem<T> gram;            // plan, rows, columns, symmetric; gram.K unused
+    const T* Vt = nullptr;          // (rank, n_cols)
+    std::size_t rank = 0;
+};
+
+// Per-thread scratch: the Gram workspace, one kernel row chunk and the
+// thread's (rank, n_rows) accumulator.
+template <typename T>
+struct MatvecWorkspace {
+    Workspace<T> gram;
+    std::vector<T> row;  // kColumnChunk kernel values
+    std::vector<T> acc;  // (rank, n_rows)
+    MatvecWorkspace(const FMPlan<T>& plan, std::size_t rank, std::size_t n_rows)
+        : gram(plan.n_variables(), plan.max_states), row(Workspace<T>::B), acc(rank * n_rows, T(0)) {}
+};
+
+// Rows [a0, a1) of K V into ws.acc (and, if symmetric, the mirrored pairs' columns).
+template <typename T>
+void matvec_tile(const MatvecProblem<T>& pb, MatvecWorkspace<T>& ws, std::size_t a0, std::size_t a1) {
+    constexpr std::size_t B = Workspace<T>::B;
+    const GramProblem<T>& g = pb.gram;
+    const std::size_t M = g.cols->n_points, N = g.n_rows, r = pb.rank;
+    T* FASTFM_RESTRICT k = ws.row.data();
+    const std::size_t first = g.symmetric ? a0 : 0;
+    for (std::size_t j0 = first; j0 < M; j0 += B) {
+        const std::size_t j1 = std::min(M, j0 + B);
+        for (std::size_t a = a0; a < a1; ++a) {
+            const std::size_t js = g.symmetric ? std::max(j0, a) : j0;
+            if (js >= j1) continue;
+            const std::size_t count = j1 - js;
+            kernel_row_chunk(g, ws.gram, a, js, count, k);
+            for (std::size_t c = 0; c < r; ++c) {
+                const T* FASTFM_RESTRICT v = pb.Vt + c * M + js;
+                T dot = 0;
+#pragma omp simd reduction(+ : dot)
+                for (std::size_t j = 0; j < count; ++j) dot += k[j] * v[j];
+                T* FASTFM_RESTRICT acc = ws.acc.data() + c * N;
+                acc[a] += dot;
+                if (g.symmetric) {
+                    // K[j, a] = K[a, j] for j > a: out[j] += K[a, j] V[a]
+                    const T va = pb.Vt[c * M + a];
+                    const std::size_t skip = js == a ? 1 : 0;
+#pragma omp simd
+                    for (std::size_t j = skip; j < count; ++j) acc[js + j] += k[j] * va;
+                }
+            }
+        }
+    }
+}
+
+template <typename T>
+struct DefaultMatvecTile {
+    static void tile(const MatvecProblem<T>& pb, MatvecWorkspace<T>& ws, std::size_t a0, std::size_t a1) {
+        matvec_tile(pb, ws, a0, a1);
+    }
+};
+
+// out_t (rank, n_rows), row-major, overwritten with (K V)ᵀ.  Deterministic for a
+// given thread count up to the order in which tiles land on threads (the
+// per-thread partial sums are added in thread order; their split can differ
+// between runs by the dynamic schedule, i.e. results agree to rounding).
+template <typename T, typename TileFn = decltype(&DefaultMatvecTile<T>::tile)>
+void run_matvec(const MatvecProblem<T>& pb, T* out_t, int n_threads, TileFn tile = &DefaultMatvecTile<T>::tile) {
+    const FMPlan<T>& plan = *pb.gram.plan;
+    const std::size_t N = pb.gram.n_rows, r = pb.rank;
+    std::fill(out_t, out_t + N * r, T(0));
+    const std::size_t n_tiles = (N + kMatvecTileRows - 1) / kMatvecTileRows;
+    if (n_tiles == 0 || r == 0) return;
+#ifdef _OPENMP
+    const int threads =
+        static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(resolve_threads(n_threads)), n_tiles));
+    std::vector<std::vector<T>> partials(static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
+    {
+        MatvecWorkspace<T> ws(plan, r, N);
+#pragma omp for schedule(dynamic, 1)
+        for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(n_tiles); ++t) {
+            const std::size_t begin = static_cast<std::size_t>(t) * kMatvecTileRows;
+            tile(pb, ws, begin, std::min(N, begin + kMatvecTileRows));
+        }
+        partials[static_cast<std::size_t>(omp_get_thread_num())] = std::move(ws.acc);
+    }
+    for (const auto& part : partials)
+        if (!part.empty())
+            for (std::size_t i = 0; i < N * r; ++i) out_t[i] += part[i];
+#else
+    (void)n_threads;
+    MatvecWorkspace<T> ws(plan, r, N);
+    for (std::size_t t = 0; t < n_tiles; ++t) {
+        const std::size_t begin = t * kMatvecTileRows;
+        tile(pb, ws, begin, std::min(N, begin + kMatvecTileRows));
+    }
+    std::copy(ws.acc.begin(), ws.acc.end(), out_t);
+#endif
+}
+
+}  // namespace fastfm

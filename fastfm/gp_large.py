@@ -1,0 +1,403 @@
+"""Matrix-free GP regression for large N: the machinery behind ``GaussianProcessRegressor(method="cg")``.
+
+Nothing here stores an N×N matrix.  The pieces:
+
+* :func:`kernel_matvec` — K(X, Y) V for a block of vectors V, computed tile by
+  tile in the backend (``fm_gram_matvec``: C++ ``csrc/include/fastfm/matvec.hpp``,
+  blocked NumPy reference; a CUDA backend slots in with the same signature).
+  Kernels without a backend matvec fall back to blocked ``kernel(X_block, Y) @ V``.
+* :func:`pivoted_cholesky` — the greedy rank-k pivoted Cholesky K ≈ LᵀL
+  (Harbrecht, Peters & Schneider 2012), which is also the Nyström
+  approximation on the pivot set.  It preconditions CG as
+  P = LᵀL + diag(K − LᵀL) + σ²I (the pivoted-Cholesky preconditioner of
+  Gardner et al. 2018, "GPyTorch", §4, with the FITC diagonal correction),
+  applied by Woodbury.
+* :func:`pcg` — preconditioned conjugate gradients on several right-hand
+  sides at once (one batched matvec per iteration), each column with its own
+  step sizes and its own convergence test.
+* :func:`stochastic_lml_gradient` — ∂ log p/∂θ (GPML Eq. 5.9) with the trace
+  tr(K⁻¹ ∂K/∂θ_j) replaced by Hutchinson's estimator
+  (1/S) Σ_s (K⁻¹z_s)ᵀ (∂K/∂θ_j) z_s over Rademacher probes z_s, the K⁻¹z_s
+  coming from the same batched PCG as α = K⁻¹y.
+* :func:`dtc_variance` — predictive variances from the pivot set (the DTC
+  approximation of Quiñonero-Candela & Rasmussen 2005, Eq. 20b); the
+  predictive *mean* of the CG solver is exact up to the CG tolerance.
+
+Hyperparameters at large N (strategy; measured cost in BENCHMARKS.md):
+the regressor maximises the exact log marginal likelihood on a random
+subset of ``cg_options["subset"]`` points (default 2000, a Cholesky-sized
+problem), then solves the full-N system by PCG at those hyperparameters.
+"""
+import logging
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
+
+from ._backends import backend_function
+from .exceptions import InvalidConfigError, NumericalError
+
+__all__ = ["kernel_matvec", "pivoted_cholesky", "PivotedCholeskyPreconditioner", "pcg", "CGInfo",
+           "stochastic_lml_gradient", "dtc_variance", "DEFAULT_CG_OPTIONS", "check_cg_options"]
+
+# Defaults of ``GaussianProcessRegressor(cg_options=...)``.
+#   tol: relative residual ‖r‖/‖b‖ at which a PCG column stops.  1e-4 moves the predictive mean
+#        by ~1e-4 of its scale (test RMSE unchanged to 3 digits in BENCHMARKS.md), far below the noise.
+#   max_iter: PCG iterations before giving up (a NumericalError names the residual reached).
+#   rank: pivoted-Cholesky preconditioner rank; its O(rank² N) cost stays under one matvec's at N = 50k.
+#   subset: points on which hyperparameters are fitted exactly (see the module docstring).
+#   n_probes: Rademacher probes of the stochastic trace estimator.
+DEFAULT_CG_OPTIONS = {"tol": 1e-4, "max_iter": 1000, "rank": 300, "subset": 2000, "n_probes": 16}
+
+_LOGGER = logging.getLogger(__name__)
+
+# Relative trace of the residual diagonal at which the pivoted Cholesky stops early
+# (its approximation is then exact to this fraction: more pivots cannot help CG).
+_PIVOTED_CHOLESKY_TOL = 1e-10
+
+
+def check_cg_options(cg_options):
+    """``cg_options`` merged into the defaults, each value checked (InvalidConfigError naming the key)."""
+    options = dict(DEFAULT_CG_OPTIONS)
+    if cg_options is None:
+        return options
+    if not isinstance(cg_options, dict):
+        raise InvalidConfigError(f"cg_options must be a dict or None, got cg_options={cg_options!r}",
+                                 "cg_options", cg_options)
+    for key, value in cg_options.items():
+        if key not in DEFAULT_CG_OPTIONS:
+            raise InvalidConfigError(f"unknown cg_options key {key!r}; valid keys are {sorted(DEFAULT_CG_OPTIONS)}",
+                                     f"cg_options[{key!r}]", value)
+        if key == "tol":
+            ok = isinstance(value, (int, float)) and 0 < value < 1
+        else:
+            ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= (
+                0 if key == "rank" else 1)
+        if not ok:
+            expected = "a float in (0, 1)" if key == "tol" else (
+                "an integer >= 0" if key == "rank" else "an integer >= 1")
+            raise InvalidConfigError(f"cg_options[{key!r}] must be {expected}, got {value!r}",
+                                     f"cg_options[{key!r}]", value)
+        options[key] = value
+    return options
+
+
+# --------------------------------------------------------------------------- matvec
+def kernel_matvec(kernel, X, V, Y=None):
+    """K(X, Y) V without storing K(X, Y).
+
+    Parameters
+    ----------
+    kernel : fastfm.kernels.Kernel
+    X : ndarray of shape (N, n_dims)
+    V : ndarray of shape (M, r) or (M,)
+        M = N when Y is None (the symmetric K(X, X)).
+    Y : ndarray of shape (M, n_dims) or None
+
+    Returns
+    -------
+    ndarray of shape (N, r), or (N,) for a 1-d V
+    """
+    V = np.asarray(V, dtype=np.float64)
+    vector = V.ndim == 1
+    V2 = np.ascontiguousarray(V[:, None] if vector else V)
+    scaled = getattr(kernel, "_scaled", None)
+    if scaled is not None and hasattr(kernel, "_args"):
+        # FM kernels: the backend computes kernel tiles on the fly (C++/CUDA, or the blocked reference)
+        C1, D1 = scaled(kernel._check_X(X))
+        C2, D2 = (None, None) if Y is None else scaled(kernel._check_X(Y, "Y"))
+        function = backend_function(kernel._backend_module(), "fm_gram_matvec")
+        out = function(C1, D1, C2, D2, V2, *kernel._args())
+    else:
+        out = _blocked_matvec(kernel, X, V2, Y)
+    return out[:, 0] if vector else out
+
+
+def _blocked_matvec(kernel, X, V, Y):
+    """Any kernel: row blocks of K(X, Y) of at most ~32 MB, each multiplied at once."""
+    Y_ = X if Y is None else Y
+    block = max(1, (1 << 22) // max(1, Y_.shape[0]))
+    out = np.empty((X.shape[0], V.shape[1]))
+    for a0 in range(0, X.shape[0], block):
+        out[a0:a0 + block] = kernel(X[a0:a0 + block], Y_) @ V
+    return out
+
+
+# --------------------------------------------------------------- preconditioner
+def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
+    """Greedy pivoted Cholesky: K(X, X) ≈ LᵀL with L of shape (k, N), k ≤ max_rank.
+
+    Step m picks the point with the largest residual variance d_i, computes
+    its kernel row (N evaluations) and removes it from the residual
+    (Harbrecht et al. 2012, Alg. 1).  It stops early when Σ d < tol·tr K.
+
+    Returns
+    -------
+    L : ndarray of shape (k, N)
+    pivots : ndarray of shape (k,) int64
+    residual : ndarray of shape (N,)
+        diag(K − LᵀL) ≥ 0, the variance the low-rank part misses.
+    """
+    N = X.shape[0]
+    d = np.array(kernel.diag(X), dtype=np.float64)
+    trace = float(np.sum(d))
+    k_max = min(int(max_rank), N)
+    L = np.zeros((k_max, N))
+    pivots = np.zeros(k_max, dtype=np.int64)
+    k = 0
+    while k < k_max:
+        i = int(np.argmax(d))
+        if not d[i] > 0 or np.sum(d) <= tol * trace:
+            break
+        row = kernel(X[i:i + 1], X)[0]
+        row -= L[:k, i] @ L[:k]
+        row /= math.sqrt(d[i])
+        L[k] = row
+        pivots[k] = i
+        d -= row * row
+        d[i] = 0.0
+        np.maximum(d, 0.0, out=d)  # rounding can take a residual variance below zero
+        k += 1
+    return L[:k], pivots[:k], d
+
+
+@dataclass
+class PivotedCholeskyPreconditioner:
+    """P = LᵀL + D, D = diag(residual) + noise·I, applied as P⁻¹ by Woodbury with one k×k Cholesky.
+
+    P⁻¹ v = D⁻¹v − D⁻¹Lᵀ (I_k + L D⁻¹ Lᵀ)⁻¹ L D⁻¹v.
+
+    With ``residual`` = diag(K − LᵀL) (the FITC correction: P then matches K
+    on the diagonal; Cutajar et al. 2016, "Preconditioning kernel matrices",
+    §4) the preconditioner stays good for kernels whose spectrum decays
+    slowly, where LᵀL + noise·I alone leaves most of the diagonal out (the FM
+    kernel on many discrete variables is such a kernel).
+
+    Parameters
+    ----------
+    L : ndarray of shape (k, N)
+    pivots : ndarray of shape (k,)
+    noise : float
+    residual : ndarray of shape (N,) or None
+        None: D = noise·I (the plain low-rank + noise preconditioner).
+    """
+
+    L: np.ndarray
+    pivots: np.ndarray
+    noise: float
+    residual: np.ndarray = None
+    _inner: tuple = field(init=False, repr=False)
+    _d_inv: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        k, n = self.L.shape
+        diagonal = np.full(n, float(self.noise)) if self.residual is None else self.residual + self.noise
+        self._d_inv = 1.0 / diagonal
+        inner = np.eye(k) + (self.L * self._d_inv) @ self.L.T
+        self._inner = cho_factor(inner, lower=True, check_finite=False) if k else None
+
+    @property
+    def rank(self):
+        return self.L.shape[0]
+
+    def solve(self, R):
+        """P⁻¹ R for R of shape (N, r)."""
+        scaled = self._d_inv[:, None] * R
+        if self._inner is None:
+            return scaled
+        return scaled - self._d_inv[:, None] * (self.L.T @ cho_solve(self._inner, self.L @ scaled,
+                                                                      check_finite=False))
+
+
+# --------------------------------------------------------------------------- PCG
+@dataclass
+class CGInfo:
+    """How a PCG solve went: iterations, final relative residual per column, convergence."""
+
+    n_iter: int
+    residuals: np.ndarray
+    converged: bool
+    n_matvecs: int
+
+
+def pcg(apply_A, B, apply_M_inv, tol, max_iter, X0=None):
+    """Preconditioned CG on the columns of B at once (GPML-free; Saad 2003, Alg. 9.1).
+
+    Every column runs its own recurrence (step sizes are per column), but all
+    columns share one call of ``apply_A`` per iteration, so the kernel tiles are
+    computed once for all right-hand sides.  A column stops updating once
+    ‖r‖ ≤ tol·‖b‖.
+
+    Parameters
+    ----------
+    apply_A : callable (N, r) -> (N, r)
+        The SPD operator (K + noise·I).
+    B : ndarray of shape (N, r)
+    apply_M_inv : callable (N, r) -> (N, r)
+        The preconditioner solve P⁻¹.
+    tol : float
+    max_iter : int
+    X0 : ndarray of shape (N, r) or None
+        Warm start (zero when None).
+
+    Returns
+    -------
+    X : ndarray of shape (N, r)
+    info : CGInfo
+    """
+    B = np.asarray(B, dtype=np.float64)
+    X = np.zeros_like(B) if X0 is None else np.array(X0, dtype=np.float64)
+    R = B - apply_A(X) if X0 is not None else B.copy()
+    n_matvecs = int(X0 is not None)
+    b_norm = np.linalg.norm(B, axis=0)
+    b_norm[b_norm == 0] = 1.0
+    residual = np.linalg.norm(R, axis=0) / b_norm
+    active = residual > tol
+    Z = apply_M_inv(R)
+    P = Z.copy()
+    rz = np.einsum("ij,ij->j", R, Z)
+    n_iter = 0
+    while np.any(active) and n_iter < max_iter:
+        AP = apply_A(P)
+        n_matvecs += 1
+        n_iter += 1
+        pAp = np.einsum("ij,ij->j", P, AP)
+        step = np.where(active, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
+        if np.any(active & ~(pAp > 0)):
+            raise NumericalError(f"PCG broke down at iteration {n_iter}: pᵀAp = {pAp[active].min()!r} ≤ 0; "
+                                 "the kernel matrix plus noise is not positive definite")
+        X += step * P
+        R -= step * AP
+        residual = np.linalg.norm(R, axis=0) / b_norm
+        active &= residual > tol
+        _LOGGER.debug("PCG iteration %d: largest relative residual %.3g, %d column(s) active",
+                      n_iter, float(np.max(residual)), int(np.sum(active)))
+        if not np.any(active):
+            break
+        Z = apply_M_inv(R)
+        rz_new = np.einsum("ij,ij->j", R, Z)
+        beta = np.where(active, rz_new / np.where(rz != 0, rz, 1.0), 0.0)
+        P = Z + beta * P
+        rz = rz_new
+    return X, CGInfo(n_iter=n_iter, residuals=residual, converged=not np.any(active), n_matvecs=n_matvecs)
+
+
+# ------------------------------------------------------------- the large-N model
+def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
+    """(K + noise·I)⁻¹ B by PCG with the pivoted-Cholesky preconditioner.
+
+    Returns
+    -------
+    solution : ndarray of shape (N, r)
+    info : CGInfo
+    preconditioner : PivotedCholeskyPreconditioner
+
+    Raises
+    ------
+    NumericalError
+        PCG did not reach ``options["tol"]`` within ``options["max_iter"]`` iterations.
+    """
+    if preconditioner is None:
+        L, pivots, residual = pivoted_cholesky(kernel, X, options["rank"])
+        preconditioner = PivotedCholeskyPreconditioner(L, pivots, noise, residual)
+
+    def apply_A(V):
+        return kernel_matvec(kernel, X, V) + noise * V
+
+    solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
+    if not info.converged:
+        raise NumericalError(
+            f"PCG did not converge in max_iter={options['max_iter']} iterations (N={X.shape[0]}, "
+            f"worst relative residual {float(np.max(info.residuals)):.3g} > tol={options['tol']:g}); raise "
+            "cg_options['max_iter'] or cg_options['rank'], or the noise lower bound")
+    return solution, info, preconditioner
+
+
+def dtc_variance(kernel, X_train, preconditioner, X, noise):
+    """Latent predictive variance from the pivot set (DTC; Quiñonero-Candela & Rasmussen 2005, Eq. 20b).
+
+    With φ(x) = L_S⁻ᵀ k_S(x) the Nyström features of the pivots S (so that
+    φ(x_n) = L[:, n] on the training points) and A = noise·I + L Lᵀ,
+
+        V_DTC[f*] = k(x*, x*) − φ*ᵀφ* + noise · φ*ᵀ A⁻¹ φ*.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X_train : ndarray of shape (N, n_dims)
+    preconditioner : PivotedCholeskyPreconditioner
+    X : ndarray of shape (M, n_dims)
+    noise : float
+
+    Returns
+    -------
+    var : ndarray of shape (M,), ≥ 0
+    """
+    k_diag = np.asarray(kernel.diag(X), dtype=np.float64)
+    if preconditioner.rank == 0:
+        return np.maximum(k_diag, 0.0)
+    L, S = preconditioner.L, preconditioner.pivots
+    L_S = np.triu(L[:, S])                         # (k, k): L[m, S_j] = 0 for m > j (exact up to rounding)
+    K_S = kernel(X_train[S], X)                    # (k, M)
+    phi = solve_triangular(L_S, K_S, trans="T", lower=False, check_finite=False)
+    A = cho_factor(noise * np.eye(len(S)) + L @ L.T, lower=True, check_finite=False)
+    var = k_diag - np.einsum("km,km->m", phi, phi) + noise * np.einsum("km,km->m", phi,
+                                                                       cho_solve(A, phi, check_finite=False))
+    return np.maximum(var, 0.0)
+
+
+def stochastic_lml_gradient(kernel, X, y, noise, options, rng, preconditioner=None, X0=None):
+    """Stochastic ∂ log p(y|X,θ)/∂[θ, log noise] by PCG and Hutchinson's trace estimator.
+
+    GPML Eq. 5.9, ∂/∂θ_j = ½ αᵀ(∂K/∂θ_j)α − ½ tr(K⁻¹ ∂K/∂θ_j), with
+    tr(K⁻¹ ∂K) ≈ (1/S) Σ_s u_sᵀ ∂K z_s, u_s = K⁻¹ z_s, z_s Rademacher
+    (unbiased: E[z zᵀ] = I).  α and every u_s come from one batched PCG.
+    Both terms are one fused reduction with the rank-(S+1) weight
+    W = ½ααᵀ − (1/2S) Σ_s u_s z_sᵀ (:func:`low_rank_gradient_reduction`).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray of shape (N, n_dims)
+    y : ndarray of shape (N,)
+    noise : float
+    options : dict
+        ``check_cg_options`` output (tol, max_iter, rank, n_probes).
+    rng : numpy Generator
+    preconditioner, X0 :
+        Reused preconditioner / warm start of the (N, 1 + n_probes) solve.
+
+    Returns
+    -------
+    grad : ndarray of shape (n_theta + 1,)
+    solution : ndarray of shape (N, 1 + n_probes)
+        [α, u_1..u_S], for warm starts.
+    preconditioner : PivotedCholeskyPreconditioner
+    """
+    N = X.shape[0]
+    S = int(options["n_probes"])
+    Z = rng.choice([-1.0, 1.0], size=(N, S))
+    B = np.column_stack([y, Z])
+    solution, _, preconditioner = solve_system(kernel, X, noise, B, options, preconditioner, X0)
+    alpha, U = solution[:, 0], solution[:, 1:]
+    grad_kernel = low_rank_gradient_reduction(kernel, X, np.column_stack([alpha, U]),
+                                              np.column_stack([alpha, -Z]) / np.r_[2.0, np.full(S, 2.0 * S)])
+    # ∂K/∂log noise = noise·I: ½ noise (αᵀα − tr K⁻¹), tr K⁻¹ ≈ (1/S) Σ u_sᵀ z_s
+    grad_noise = 0.5 * noise * (float(alpha @ alpha) - float(np.sum(U * Z)) / S)
+    return np.append(grad_kernel, grad_noise), solution, preconditioner
+
+
+def low_rank_gradient_reduction(kernel, X, U, Z):
+    """Σ_ab W_ab ∂K_ab/∂θ_j over the free θ_j for W = U Zᵀ, U and Z of shape (N, r).
+
+    FM kernels (``_low_rank_reduction``) run the fused backend reduction, which
+    forms W_ab + W_ba chunk by chunk and never stores W; other kernels fall
+    back to ``gradient_reduction`` with the dense W (N² memory).
+    """
+    U = np.ascontiguousarray(U, dtype=np.float64)
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    fused = getattr(kernel, "_low_rank_reduction", None)
+    if fused is None:
+        return kernel.gradient_reduction(X, U @ Z.T)
+    return fused(kernel._check_X(X), U, Z)[kernel._free_mask()]

@@ -1,0 +1,280 @@
+"""Large-N GP regression (fastfm/gp_large.py, GaussianProcessRegressor(method=...)): small sizes, fast.
+
+* the matrix-free product K V: C++ against the blocked NumPy reference at 1e-12, both against dense K V;
+* PCG solves and predictions against the exact Cholesky path;
+* the stochastic-trace likelihood gradient against the exact one within its Monte-Carlo bound;
+* the automatic choice of solver and the typed errors of bad options.
+"""
+import numpy as np
+import pytest
+from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp  # noqa: F401
+
+import fastfm as ff
+from fastfm import gp_large
+from fastfm._backends import numpy_backend
+from fastfm.benchmarks.regression import make_mixed_regression, regression_space
+from fastfm.exceptions import InvalidConfigError, InvalidValueError
+
+
+# ----------------------------------------------------------------------------- matvec
+@pytest.mark.parametrize("space_name", sorted(ALL_SPACES))
+@pytest.mark.parametrize("modulation_name", ["modlap", "family_t1.3", "diffusion"])
+@pytest.mark.parametrize("symmetric", [True, False], ids=["symmetric", "cross"])
+def test_matvec_cpp_matches_numpy_reference_and_dense(cpp, space_name, modulation_name, symmetric):  # noqa: F811
+    space, modulation = ALL_SPACES[space_name], MODULATIONS[modulation_name]
+    # 300 rows: several row tiles and column chunks, a ragged last chunk
+    C1, D1 = _inputs(space, 300, seed=1)
+    C2, D2 = (None, None) if symmetric else _inputs(space, 170, seed=2)
+    hyper = _hyper(space, 3, modulation)
+    V = np.random.default_rng(4).standard_normal((300 if symmetric else 170, 3))
+    reference = numpy_backend.fm_gram_matvec(C1, D1, C2, D2, V, *hyper)
+    dense = numpy_backend.fm_gram(C1, D1, C2, D2, *hyper) @ V
+    assert_close(reference, dense, scale=np.abs(numpy_backend.fm_gram(C1, D1, C2, D2, *hyper)) @ np.abs(V))
+    fast = cpp.fm_gram_matvec(C1, D1, C2, D2, V, *hyper)
+    assert_close(fast, reference, scale=np.abs(numpy_backend.fm_gram(C1, D1, C2, D2, *hyper)) @ np.abs(V))
+
+
+def test_matvec_cpp_checks_shapes(cpp):  # noqa: F811
+    space = ALL_SPACES["mixed"]
+    C, D = _inputs(space, 20, seed=0)
+    with pytest.raises(ValueError, match="V must have shape"):
+        cpp.fm_gram_matvec(C, D, None, None, np.ones((19, 2)), *_hyper(space, 0, MODULATIONS["modlap"]))
+
+
+@pytest.mark.parametrize("space_name", ["mixed", "long_paths", "nominal_only"])
+@pytest.mark.parametrize("modulation_name", ["modlap", "family_t1.3", "diffusion"])
+def test_low_rank_reduction_cpp_matches_numpy_reference(cpp, space_name, modulation_name):  # noqa: F811
+    space, modulation = ALL_SPACES[space_name], MODULATIONS[modulation_name]
+    C, D = _inputs(space, 200, seed=1)
+    hyper = _hyper(space, 3, modulation)
+    rng = np.random.default_rng(4)
+    U, Z = rng.standard_normal((200, 3)), rng.standard_normal((200, 3))
+    reference = numpy_backend.fm_grad_reduction_low_rank(C, D, U, Z, *hyper)
+    fast = cpp.fm_grad_reduction_low_rank(C, D, U, Z, *hyper)
+    # the rounding bound: Σ |W| |∂K| ≤ Σ |W| · max|∂K| summed over parameters, max|∂K| ~ the dense reference's terms
+    dense = numpy_backend.fm_grad_reduction(C, D, np.abs(U) @ np.abs(Z).T, *hyper)
+    for got, want, bound in zip(fast, reference, dense):
+        assert_close(got, want, scale=10 * np.abs(bound) + 1e-12)
+
+
+def test_low_rank_gradient_reduction_matches_dense_weights():
+    space = ALL_SPACES["mixed"]
+    X = space.sample_encoded(90, seed=2)
+    rng = np.random.default_rng(3)
+    U, Z = rng.standard_normal((90, 2)), rng.standard_normal((90, 2))
+    fm = ff.kernels.ModLap(space, lengthscale=0.4, lengthscale_bounds="fixed")  # a fixed block: the mask applies
+    generic = fm + ff.kernels.ModLap(space)                                     # no fused path: dense fallback
+    for kernel in (fm, generic):
+        np.testing.assert_allclose(gp_large.low_rank_gradient_reduction(kernel, X, U, Z),
+                                   kernel.gradient_reduction(X, U @ Z.T), rtol=1e-10, atol=1e-10)
+
+
+def test_kernel_matvec_generic_fallback_matches_dense():
+    # a kernel with no backend matvec (a Sum) goes through the blocked dense fallback
+    space = ALL_SPACES["mixed"]
+    kernel = ff.kernels.ModLap(space) + ff.kernels.ModLap(space, lengthscale=0.2)
+    X = space.sample_encoded(60, seed=5)
+    V = np.random.default_rng(6).standard_normal(60)
+    np.testing.assert_allclose(gp_large.kernel_matvec(kernel, X, V), kernel(X) @ V, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------- PCG and preconditioner
+def _problem(n, seed=0):
+    space, X, y, X_test, y_test = make_mixed_regression(n, 120, seed=seed)
+    kernel = ff.kernels.ModLap(space, lengthscale=0.6, alpha=0.5, beta=0.5)
+    return space, kernel, X, y, X_test, y_test
+
+
+def test_full_rank_pivoted_cholesky_reconstructs_k_and_preconditioner_inverts():
+    _, kernel, X, _, _, _ = _problem(80)
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=80, tol=0.0)
+    K = kernel(X)
+    np.testing.assert_allclose(L.T @ L, K, atol=1e-10 * np.max(K))
+    np.testing.assert_allclose(residual, 0.0, atol=1e-10 * np.max(K))
+    assert len(set(pivots.tolist())) == len(pivots)
+    pre = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05)
+    R = np.random.default_rng(0).standard_normal((80, 2))
+    np.testing.assert_allclose(pre.solve(R), np.linalg.solve(L.T @ L + 0.05 * np.eye(80), R), rtol=1e-8, atol=1e-10)
+
+
+def test_low_rank_preconditioner_with_fitc_diagonal_inverts_and_keeps_the_diagonal():
+    _, kernel, X, _, _, _ = _problem(80)
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=10)
+    K = kernel(X)
+    np.testing.assert_allclose(residual, np.diag(K - L.T @ L), rtol=1e-8, atol=1e-12)
+    pre = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, residual)
+    P = L.T @ L + np.diag(residual + 0.05)
+    np.testing.assert_allclose(np.diag(P), np.diag(K) + 0.05, rtol=1e-10)
+    R = np.random.default_rng(0).standard_normal((80, 2))
+    np.testing.assert_allclose(pre.solve(R), np.linalg.solve(P, R), rtol=1e-8, atol=1e-10)
+
+
+def test_pcg_matches_direct_solve_per_column_and_warm_start_helps():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((120, 120))
+    A = A @ A.T + 0.5 * np.eye(120)
+    B = rng.standard_normal((120, 3))
+    X, info = gp_large.pcg(lambda V: A @ V, B, lambda R: R / np.diag(A)[:, None], tol=1e-12, max_iter=500)
+    assert info.converged
+    np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-8, atol=1e-9)
+    warm = np.linalg.solve(A, B) + 1e-6 * rng.standard_normal(B.shape)
+    _, warm_info = gp_large.pcg(lambda V: A @ V, B, lambda R: R / np.diag(A)[:, None], tol=1e-12, max_iter=500,
+                                X0=warm)
+    assert warm_info.converged and warm_info.n_iter < info.n_iter
+
+
+@pytest.mark.parametrize("rank", [0, 40])
+def test_cg_solution_matches_cholesky(rank):
+    _, kernel, X, y, _, _ = _problem(400)
+    noise = 0.01
+    options = gp_large.check_cg_options({"tol": 1e-11, "rank": rank, "max_iter": 2000})
+    solution, info, _ = gp_large.solve_system(kernel, X, noise, y[:, None], options)
+    exact = np.linalg.solve(kernel(X) + noise * np.eye(len(y)), y)
+    assert info.converged
+    np.testing.assert_allclose(solution[:, 0], exact, rtol=1e-7, atol=1e-8 * np.max(np.abs(exact)))
+
+
+def test_preconditioner_reduces_iterations():
+    # a smooth kernel (long lengthscales, strong graph smoothing: F_p ≈ constant across states) has a fast-decaying spectrum: K + noise·I is
+    # ill-conditioned and a low-rank pivoted Cholesky captures the large eigenvalues
+    space, _, X, y, _, _ = _problem(400)
+    kernel = ff.kernels.ModLap(space, lengthscale=3.0, alpha=0.1, beta=20.0)
+    counts = []
+    for rank in (0, 100):
+        options = gp_large.check_cg_options({"tol": 1e-8, "rank": rank, "max_iter": 2000})
+        counts.append(gp_large.solve_system(kernel, X, 1e-3, y[:, None], options)[1].n_iter)
+    assert counts[1] < 0.6 * counts[0], counts   # measured: 125 (Jacobi, rank 0) vs 64 (rank 100)
+
+
+def test_cg_does_not_converge_raises_numerical_error():
+    _, kernel, X, y, _, _ = _problem(200)
+    options = gp_large.check_cg_options({"tol": 1e-12, "rank": 0, "max_iter": 2})
+    with pytest.raises(ff.exceptions.NumericalError, match="max_iter=2"):
+        gp_large.solve_system(kernel, X, 1e-4, y[:, None], options)
+
+
+# ------------------------------------------------------------------- the regressor
+def _regressors(kernel, noise, cg_options):
+    exact = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=noise, method="cholesky")
+    cg = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=noise, method="cg", cg_options=cg_options)
+    return exact, cg
+
+
+def test_cg_predictions_agree_with_cholesky():
+    _, kernel, X, y, X_test, _ = _problem(350)
+    exact, cg = _regressors(kernel, 0.02, {"tol": 1e-10, "rank": 50})
+    exact.fit(X, y)
+    cg.fit(X, y)
+    assert exact.solver_ == "cholesky" and cg.solver_ == "cg" and cg.cg_info_.converged
+    mean_exact, std_exact = exact.predict(X_test, return_std=True)
+    mean_cg, std_cg = cg.predict(X_test, return_std=True)
+    np.testing.assert_allclose(mean_cg, mean_exact, rtol=1e-6, atol=1e-7 * np.std(y))
+    np.testing.assert_allclose(cg.predict(X_test), mean_cg, rtol=1e-12, atol=1e-12)
+    # the mean-only path of the exact solver is the same product
+    np.testing.assert_allclose(exact.predict(X_test), mean_exact, rtol=1e-10, atol=1e-10 * np.std(y))
+    # DTC variance: never below the exact variance (it drops only part of the data's information)
+    assert np.all(std_cg >= std_exact - 1e-8)
+
+
+def test_cg_std_is_exact_with_a_full_rank_preconditioner():
+    # pivots = every training point: the DTC approximation is then the exact GP (Nyström of K is K)
+    _, kernel, X, y, X_test, _ = _problem(150)
+    exact, cg = _regressors(kernel, 0.02, {"tol": 1e-10, "rank": 150})
+    _, std_exact = exact.fit(X, y).predict(X_test, return_std=True)
+    _, std_cg = cg.fit(X, y).predict(X_test, return_std=True)
+    np.testing.assert_allclose(std_cg, std_exact, rtol=1e-5, atol=1e-7)
+
+
+def test_auto_selects_cholesky_up_to_max_exact_n_then_cg():
+    _, kernel, X, y, X_test, _ = _problem(160)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, max_exact_n=160).fit(X, y)
+    assert gp.solver_ == "cholesky" and "solver_='cholesky'" in repr(gp)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, max_exact_n=159).fit(X, y)
+    assert gp.solver_ == "cg" and "solver_='cg'" in repr(gp) and gp.cg_info_.converged
+
+
+def test_cg_fits_hyperparameters_on_the_subset():
+    _, kernel, X, y, _, _ = _problem(200)
+    common = dict(n_restarts=0, random_state=3, noise=0.01)
+    gp = ff.GaussianProcessRegressor(kernel, method="cg", cg_options={"subset": 60}, **common).fit(X, y)
+    # the same subset (same seed), fitted exactly on the standardised targets
+    subset = np.sort(np.random.default_rng(3).choice(200, size=60, replace=False))
+    sub = ff.GaussianProcessRegressor(kernel, method="cholesky", normalize_y=False, **common)
+    sub.fit(X[subset], gp.y_train_[subset])
+    np.testing.assert_allclose(gp.kernel_.theta, sub.kernel_.theta, rtol=1e-10, atol=1e-10)
+    assert gp.noise_ == pytest.approx(sub.noise_, rel=1e-10)
+    assert gp.log_marginal_likelihood_value_ == pytest.approx(sub.log_marginal_likelihood_value_, rel=1e-10)
+
+
+def test_exact_only_methods_raise_after_a_cg_fit():
+    _, kernel, X, y, X_test, _ = _problem(100)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, method="cg").fit(X, y)
+    with pytest.raises(InvalidConfigError, match="method='cholesky'"):
+        gp.predict(X_test, return_cov=True)
+    with pytest.raises(InvalidConfigError, match="method='cholesky'"):
+        gp.predict_standardized_with_input_gradient(X_test)
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"method": "lu"}, "method"),
+    ({"max_exact_n": 0}, "max_exact_n"),
+    ({"cg_options": {"tolerance": 1e-3}}, "cg_options['tolerance']"),
+    ({"cg_options": {"tol": 2.0}}, "cg_options['tol']"),
+    ({"cg_options": {"rank": -1}}, "cg_options['rank']"),
+])
+def test_bad_solver_options_name_the_parameter(params, name):
+    _, kernel, X, y, _, _ = _problem(30)
+    with pytest.raises(InvalidConfigError) as excinfo:
+        ff.GaussianProcessRegressor(kernel, optimizer=None, **params).fit(X, y)
+    assert excinfo.value.parameter == name
+
+
+# --------------------------------------------------------- stochastic-trace gradient
+def test_stochastic_lml_gradient_matches_exact_within_monte_carlo_bound():
+    _, kernel, X, y, _, _ = _problem(250)
+    noise, n_probes = 0.02, 32
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=noise, normalize_y=False).fit(X, y)
+    _, exact = gp.log_marginal_likelihood(gp._fitted_theta, eval_gradient=True)
+    options = gp_large.check_cg_options({"tol": 1e-11, "rank": 60, "n_probes": n_probes})
+    estimate, _, _ = gp_large.stochastic_lml_gradient(kernel, X, y, noise, options, np.random.default_rng(7))
+    # Hutchinson with Rademacher probes: Var[zᵀAz] = 2 Σ_{a≠b} A_ab² for symmetric A = sym(K⁻¹ ∂K_j);
+    # the gradient's error is ½ (trace error), so its std is ½ sqrt(2 Σ_{a≠b} A_ab² / S).
+    K, dK = kernel(X, eval_gradient=True)
+    K_inv = np.linalg.inv(K + noise * np.eye(len(y)))
+    derivatives = [dK[:, :, j] for j in range(dK.shape[2])] + [noise * np.eye(len(y))]
+    for j, dK_j in enumerate(derivatives):
+        A = K_inv @ dK_j
+        A = 0.5 * (A + A.T)
+        off = np.sum(A * A) - np.sum(np.diag(A) ** 2)
+        std = 0.5 * np.sqrt(2.0 * off / n_probes)
+        assert abs(estimate[j] - exact[j]) <= 5.0 * std + 1e-6 * (1.0 + abs(exact[j])), (j, estimate[j], exact[j], std)
+
+
+# ----------------------------------------------------------------------- the data set
+def test_regression_set_is_seeded_and_valid():
+    a = make_mixed_regression(50, 20, seed=4)
+    b = make_mixed_regression(50, 20, seed=4)
+    c = make_mixed_regression(50, 20, seed=5)
+    for x, z in zip(a[1:], b[1:]):
+        np.testing.assert_array_equal(x, z)
+    assert not np.array_equal(a[2], c[2])
+    space = regression_space()
+    space.validate_encoded(a[1])
+    assert (space.n_continuous, space.n_discrete) == (5, 10) and a[1].shape == (50, 15) and a[3].shape == (20, 15)
+    with pytest.raises(InvalidValueError, match="n_train"):
+        make_mixed_regression(0, 5)
+
+
+def test_regression_benchmark_runs_and_reports_every_model():
+    pytest.importorskip("sklearn")
+    from fastfm.benchmarks.regression import run_regression_benchmark
+    lines = []
+    run_regression_benchmark(sizes=(50, 70), n_test=30, subset=40, n_restarts=0, peers=("sklearn",),
+                             sklearn_max_n=50, cg_sizes=(70,), emit=lines.append, cg_options={"tol": 1e-6})
+    rows = [line for line in lines if line.startswith("| ") and "|---" not in line][1:]
+    methods = [row.split("|")[3].strip() for row in rows]
+    assert [row.split("|")[1].strip() for row in rows] == ["fastfm ModLap"] * 3 + ["sklearn RBF one-hot"] * 2
+    assert methods[:2] == ["cholesky", "cholesky"] and methods[2].startswith("cg")
+    assert "skipped" in methods[4]
+    rmse = [float(row.split("|")[7]) for row in rows[:4]]
+    assert all(0 < r < 5 for r in rmse)
