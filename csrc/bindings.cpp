@@ -215,20 +215,39 @@ std::string path_name(fastfm::FactorPath path) {
 // Entry points (same order of arguments as numpy_backend)
 // ----------------------------------------------------------------------------
 
-py::array_t<double> fm_gram(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
-                            const py::object& D2_obj, const Tables& tables, const py::object& alphas,
-                            const py::object& betas, double variance, int kind, const py::object& coefficients,
-                            double exponent, int num_threads) {
+// The row points (C1, D1) and column points (C2, D2) of a Gram-like call, checked; C2 = D2 = None
+// means the columns are the rows (the symmetric K(X1, X1)).
+struct PointPair {
+    DoubleArray C1, C2;
+    IndexArray D1, D2;
+    bool symmetric;
+    py::ssize_t N, M, Dc;
+};
+
+PointPair point_pair(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                     const py::object& D2_obj, const Tables& tables) {
     if (C2_obj.is_none() != D2_obj.is_none())
-        throw py::value_error("C2 and D2 must both be arrays (cross Gram) or both be None (symmetric Gram)");
+        throw py::value_error("C2 and D2 must both be arrays (cross) or both be None (symmetric, the columns are the rows)");
     const bool symmetric = C2_obj.is_none();
     DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(N, n_continuous)");
     const py::ssize_t N = C1.shape(0), Dc = C1.shape(1);
     IndexArray D1 = state_matrix(D1_obj, "D1", tables, N);
     DoubleArray C2 = symmetric ? C1 : float_array(C2_obj, "C2", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
     IndexArray D2 = symmetric ? D1 : state_matrix(D2_obj, "D2", tables, C2.shape(0));
-    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
     const py::ssize_t M = C2.shape(0);
+    return {std::move(C1), std::move(C2), std::move(D1), std::move(D2), symmetric, N, M, Dc};
+}
+
+py::array_t<double> fm_gram(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                            const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                            const py::object& betas, double variance, int kind, const py::object& coefficients,
+                            double exponent, int num_threads) {
+    const PointPair pts = point_pair(C1_obj, D1_obj, C2_obj, D2_obj, tables);
+    const bool symmetric = pts.symmetric;
+    const DoubleArray &C1 = pts.C1, &C2 = pts.C2;
+    const IndexArray &D1 = pts.D1, &D2 = pts.D2;
+    const py::ssize_t N = pts.N, M = pts.M, Dc = pts.Dc;
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
     py::array_t<double> K({N, M});
     {
         py::gil_scoped_release release;
@@ -612,15 +631,11 @@ py::array_t<double> fm_gram_matvec(const py::object& C1_obj, const py::object& D
                                    const py::object& D2_obj, const py::object& V_obj, const Tables& tables,
                                    const py::object& alphas, const py::object& betas, double variance, int kind,
                                    const py::object& coefficients, double exponent, int num_threads) {
-    if (C2_obj.is_none() != D2_obj.is_none())
-        throw py::value_error("C2 and D2 must both be arrays (cross product) or both be None (symmetric K)");
-    const bool symmetric = C2_obj.is_none();
-    DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(N, n_continuous)");
-    const py::ssize_t N = C1.shape(0), Dc = C1.shape(1);
-    IndexArray D1 = state_matrix(D1_obj, "D1", tables, N);
-    DoubleArray C2 = symmetric ? C1 : float_array(C2_obj, "C2", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
-    IndexArray D2 = symmetric ? D1 : state_matrix(D2_obj, "D2", tables, C2.shape(0));
-    const py::ssize_t M = C2.shape(0);
+    const PointPair pts = point_pair(C1_obj, D1_obj, C2_obj, D2_obj, tables);
+    const bool symmetric = pts.symmetric;
+    const DoubleArray &C1 = pts.C1, &C2 = pts.C2;
+    const IndexArray &D1 = pts.D1, &D2 = pts.D2;
+    const py::ssize_t N = pts.N, M = pts.M, Dc = pts.Dc;
     DoubleArray V = float_array(V_obj, "V", {M, -1}, "(" + std::to_string(M) + ", n_vectors)");
     const py::ssize_t r = V.shape(1);
     const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);

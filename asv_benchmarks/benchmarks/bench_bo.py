@@ -41,7 +41,20 @@ def _fitted_gp(space, n_observations, backend, seed=0):
     return gp, X
 
 
-class NeighbourScoring:
+class _AcquisitionBench:
+    """Shared setup: a GP with fixed hyperparameters on ``n_observations`` points, the SPEC §5
+    optimiser and log-EI at the GP's incumbent."""
+
+    def _prepare(self, backend, space, n_observations, too_big_for_numpy):
+        _check_backend(backend, too_big_for_numpy=too_big_for_numpy)
+        self.space = _spaces[space]
+        self.gp, _ = _fitted_gp(self.space, n_observations, backend)
+        self.optimizer = MixedAcquisitionOptimizer(self.space)
+        best = self.gp.best_y_standardized_
+        self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, best)
+
+
+class NeighbourScoring(_AcquisitionBench):
     """All graph neighbours of 40 starts scored against N observations (one hill-climbing step)."""
 
     params = (BACKENDS, ["NAS-like", "Ackley5C"], [200, 1000])
@@ -49,19 +62,14 @@ class NeighbourScoring:
     timeout = 300
 
     def setup(self, backend, space, n):
-        _check_backend(backend, too_big_for_numpy=n > 200)
-        self.space = _spaces[space]
-        self.gp, X = _fitted_gp(self.space, n, backend)
-        self.optimizer = MixedAcquisitionOptimizer(self.space)
+        self._prepare(backend, space, n, too_big_for_numpy=n > 200)
         self.starts = self.space.sample_encoded(40, seed=3)
-        self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma,
-                                                                               self.gp.best_y_standardized_)
 
     def time_hill_climb_step(self, backend, space, n):
         self.optimizer._hill_climb_step(self.gp, self.acquisition, self.starts, np.full(40, -np.inf))
 
 
-class AcquisitionScoring:
+class AcquisitionScoring(_AcquisitionBench):
     """Predictive mean/std and log-EI of many random candidates against 200 observations."""
 
     params = (BACKENDS, ["NAS-like", "Ackley5C"], [10_000, 100_000])
@@ -69,13 +77,8 @@ class AcquisitionScoring:
     timeout = 300
 
     def setup(self, backend, space, n_candidates):
-        _check_backend(backend, too_big_for_numpy=n_candidates > 10_000)
-        self.space = _spaces[space]
-        self.gp, _ = _fitted_gp(self.space, 200, backend)
-        self.optimizer = MixedAcquisitionOptimizer(self.space)
+        self._prepare(backend, space, 200, too_big_for_numpy=n_candidates > 10_000)
         self.candidates = self.space.sample_encoded(n_candidates, seed=5)
-        self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma,
-                                                                               self.gp.best_y_standardized_)
 
     def time_score_candidates(self, backend, space, n_candidates):
         self.optimizer._score(self.gp, self.acquisition, self.candidates)
