@@ -102,6 +102,19 @@ def _serial_blas(n):
 _PARALLEL_RESTART_MIN_N = 64
 
 
+def _kernel_space(kernel):
+    """The Space a kernel reads its inputs through (searched in the operands of Sum/Product), or None."""
+    space = getattr(kernel, "space", None)
+    if space is not None:
+        return space
+    for operand in (getattr(kernel, "k1", None), getattr(kernel, "k2", None)):
+        if operand is not None:
+            space = _kernel_space(operand)
+            if space is not None:
+                return space
+    return None
+
+
 class JitterWarning(RuntimeWarning):
     """The kernel matrix needed diagonal jitter to be factorised."""
 
@@ -659,9 +672,8 @@ class GaussianProcessRegressor:
         discrete part only and ∂k(x,x)/∂c = 0; checking on a few points keeps any
         other kernel (non-stationary ones) correct via finite differences.
         """
-        n_continuous = getattr(getattr(kernel, "space", None), "n_continuous", None)
-        if n_continuous is None:
-            n_continuous = X.shape[1]
+        space = _kernel_space(kernel)
+        n_continuous = X.shape[1] if space is None else space.n_continuous
         if n_continuous == 0:
             return False
         probe = X[:4]

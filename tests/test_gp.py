@@ -150,6 +150,16 @@ def test_racing_restarts_reach_the_full_optimum_with_fewer_evaluations(monkeypat
     assert results[2][1] < results[None][1]
 
 
+def test_fit_with_a_product_kernel_on_a_mixed_space():
+    """Sum/Product kernels have no ``space`` of their own: the diagonal probe must still move only the
+    continuous columns (it used to shift the discrete ones too and raise OutOfBoundsError)."""
+    X, y = _data(MIXED, 20, seed=2)
+    gp = GaussianProcessRegressor(ModLap(MIXED) * RBF(MIXED), n_restarts=1, random_state=0).fit(X, y)
+    mu, sigma = gp.predict(X[:3], return_std=True)
+    assert np.all(np.isfinite(mu)) and np.all(sigma >= 0)
+    assert gp._diag_depends_on_continuous is False
+
+
 def test_refit_warm_starts_from_previous_optimum():
     X, y = _data(CONTINUOUS, 20, seed=6)
     gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=0).fit(X, y)
