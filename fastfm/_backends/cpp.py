@@ -67,13 +67,18 @@ def _tables(spectra):
 PARALLEL_MIN_TERMS = 1_000_000
 
 
-def _threads(spectra, n_pairs):
-    """Thread count for a call over ``n_pairs`` pairs: the configured one, or 1 for small work."""
+def _threads_for(n_terms):
+    """Thread count for a call of ``n_terms`` units of work: the configured one, or 1 for small work."""
     configured = int(get_config()["num_threads"])
-    if configured == 1:
-        return 1
+    return 1 if configured == 1 or n_terms < PARALLEL_MIN_TERMS else configured
+
+
+def _threads(spectra, n_pairs):
+    """Thread count for an FM call over ``n_pairs`` pairs (pair × eigenvalue-group terms)."""
+    if int(get_config()["num_threads"]) == 1:
+        return 1   # skip counting the terms
     terms_per_pair = int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
-    return 1 if n_pairs * terms_per_pair < PARALLEL_MIN_TERMS else configured
+    return _threads_for(n_pairs * terms_per_pair)
 
 
 def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):
@@ -123,24 +128,18 @@ def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulati
 
 
 # ---------------------------------------------------------------------------- set kernels (SPEC §4)
-def _set_threads(n_evaluations):
-    """Thread count for a set call of ``n_evaluations`` inner-kernel terms (1 for small work)."""
-    configured = int(get_config()["num_threads"])
-    return 1 if configured == 1 or n_evaluations < PARALLEL_MIN_TERMS else configured
-
-
 def set_gram(A, B, length_scale, nu=2.5):
     """The exact set Gram matrix (see ``numpy_backend.set_gram``), shape (NA, NB)."""
     NA, m = np.shape(A)[:2]
     NB, mb = (NA, m) if B is None else np.shape(B)[:2]
     n_pairs = NA * (NA + 1) // 2 if B is None else NA * NB
-    return _cpp.set_gram(A, B, length_scale, float(nu), _set_threads(n_pairs * m * mb))
+    return _cpp.set_gram(A, B, length_scale, float(nu), _threads_for(n_pairs * m * mb))
 
 
 def set_grad_reduction(A, W, length_scale, nu=2.5):
     """g_k = Σ_ab W_ab ∂K_ab/∂log ℓ_k (see ``numpy_backend.set_grad_reduction``), shape (d,)."""
     N, m = np.shape(A)[:2]
-    return _cpp.set_grad_reduction(A, W, length_scale, float(nu), _set_threads(N * (N + 1) // 2 * m * m))
+    return _cpp.set_grad_reduction(A, W, length_scale, float(nu), _threads_for(N * (N + 1) // 2 * m * m))
 
 
 def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
@@ -148,29 +147,22 @@ def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
     this backend: the kernel's variance gradient needs Σ W ∘ K, and the pass shares sqrt and exp)."""
     N, m = np.shape(A)[:2]
     return _cpp.set_grad_reduction_and_weighted_gram(A, W, length_scale, float(nu),
-                                                     _set_threads(N * (N + 1) // 2 * m * m))
+                                                     _threads_for(N * (N + 1) // 2 * m * m))
 
 
 # ------------------------------------------------- hierarchical kernel (SPEC §3)
-def _hier_threads(n_pairs, n_dims):
-    """Thread count for a hierarchical call over ``n_pairs`` pairs (≈ one term per dimension)."""
-    configured = int(get_config()["num_threads"])
-    if configured == 1:
-        return 1
-    return 1 if n_pairs * (n_dims + 1) < PARALLEL_MIN_TERMS else configured
-
-
+# Work per pair ≈ one term per dimension plus one, for the thread-count rule.
 def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):
     """The hierarchical-kernel Gram (see ``numpy_backend.hier_gram``)."""
     n_pairs = len(V1) * (len(V1) + 1) // 2 if V2 is None else len(V1) * len(V2)
     return _cpp.hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, float(lengthscale), float(variance), int(profile),
-                          _hier_threads(n_pairs, V1.shape[1]))
+                          _threads_for(n_pairs * (V1.shape[1] + 1)))
 
 
 def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, profile):
     """(t, u, g_variance) of ``numpy_backend.hier_grad_reduction``."""
     return _cpp.hier_grad_reduction(V, M, W, is_real, omega, rho_pi, float(lengthscale), float(variance),
-                                    int(profile), _hier_threads(len(V) * (len(V) + 1) // 2, V.shape[1]))
+                                    int(profile), _threads_for(len(V) * (len(V) + 1) // 2 * (V.shape[1] + 1)))
 
 
 def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
