@@ -1056,24 +1056,33 @@ inline void kernel_row_chunk(const GramProblem<T>& pb, Workspace<T>& ws, std::si
                         ws.arg.data(), count, out, ws);
 }
 
-// K[a, j] for rows [a0, a1) (and, if symmetric, K[j, a] for j > a).
-template <typename T>
-void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
+// visit(a, js, count) for rows a in [a0, a1) against the columns [js, js + count), in chunks of
+// Workspace::B columns (outer loop, so a chunk of columns stays in cache across the rows).
+// Symmetric: only columns js ≥ a, every pair once (the callers mirror).  Shared by the Gram and
+// the matrix-free K·V tiles.
+template <typename T, typename Visit>
+inline void for_each_row_chunk(std::size_t a0, std::size_t a1, std::size_t M, bool symmetric, Visit&& visit) {
     constexpr std::size_t B = Workspace<T>::B;
-    const std::size_t M = pb.cols->n_points;
-    const std::size_t first = pb.symmetric ? a0 : 0;
+    const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < M; j0 += B) {
         const std::size_t j1 = std::min(M, j0 + B);
         for (std::size_t a = a0; a < a1; ++a) {
-            const std::size_t js = pb.symmetric ? std::max(j0, a) : j0;
-            if (js >= j1) continue;
-            const std::size_t count = j1 - js;
-            T* FASTFM_RESTRICT out = pb.K + a * M + js;
-            kernel_row_chunk(pb, ws, a, js, count, out);
-            if (pb.symmetric)
-                for (std::size_t j = (js == a ? 1 : 0); j < count; ++j) pb.K[(js + j) * M + a] = out[j];
+            const std::size_t js = symmetric ? std::max(j0, a) : j0;
+            if (js < j1) visit(a, js, j1 - js);
         }
     }
+}
+
+// K[a, j] for rows [a0, a1) (and, if symmetric, K[j, a] for j > a).
+template <typename T>
+void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1) {
+    const std::size_t M = pb.cols->n_points;
+    for_each_row_chunk<T>(a0, a1, M, pb.symmetric, [&](std::size_t a, std::size_t js, std::size_t count) {
+        T* FASTFM_RESTRICT out = pb.K + a * M + js;
+        kernel_row_chunk(pb, ws, a, js, count, out);
+        if (pb.symmetric)
+            for (std::size_t j = (js == a ? 1 : 0); j < count; ++j) pb.K[(js + j) * M + a] = out[j];
+    });
 }
 
 // Σ_ab W_ab ∂K_ab/∂log ψ.  Components: [log θ (Dc) | log α (P) | log β (P) | log σ²].

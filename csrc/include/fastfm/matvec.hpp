@@ -50,35 +50,27 @@ struct MatvecWorkspace {
 // Rows [a0, a1) of K V into ws.acc (and, if symmetric, the mirrored pairs' columns).
 template <typename T>
 void matvec_tile(const MatvecProblem<T>& pb, MatvecWorkspace<T>& ws, std::size_t a0, std::size_t a1) {
-    constexpr std::size_t B = Workspace<T>::B;
     const GramProblem<T>& g = pb.gram;
     const std::size_t M = g.cols->n_points, N = g.n_rows, r = pb.rank;
     T* FASTFM_RESTRICT k = ws.row.data();
-    const std::size_t first = g.symmetric ? a0 : 0;
-    for (std::size_t j0 = first; j0 < M; j0 += B) {
-        const std::size_t j1 = std::min(M, j0 + B);
-        for (std::size_t a = a0; a < a1; ++a) {
-            const std::size_t js = g.symmetric ? std::max(j0, a) : j0;
-            if (js >= j1) continue;
-            const std::size_t count = j1 - js;
-            kernel_row_chunk(g, ws.gram, a, js, count, k);
-            for (std::size_t c = 0; c < r; ++c) {
-                const T* FASTFM_RESTRICT v = pb.Vt + c * M + js;
-                T dot = 0;
+    for_each_row_chunk<T>(a0, a1, M, g.symmetric, [&](std::size_t a, std::size_t js, std::size_t count) {
+        kernel_row_chunk(g, ws.gram, a, js, count, k);
+        for (std::size_t c = 0; c < r; ++c) {
+            const T* FASTFM_RESTRICT v = pb.Vt + c * M + js;
+            T dot = 0;
 #pragma omp simd reduction(+ : dot)
-                for (std::size_t j = 0; j < count; ++j) dot += k[j] * v[j];
-                T* FASTFM_RESTRICT acc = ws.acc.data() + c * N;
-                acc[a] += dot;
-                if (g.symmetric) {
-                    // K[j, a] = K[a, j] for j > a: out[j] += K[a, j] V[a]
-                    const T va = pb.Vt[c * M + a];
-                    const std::size_t skip = js == a ? 1 : 0;
+            for (std::size_t j = 0; j < count; ++j) dot += k[j] * v[j];
+            T* FASTFM_RESTRICT acc = ws.acc.data() + c * N;
+            acc[a] += dot;
+            if (g.symmetric) {
+                // K[j, a] = K[a, j] for j > a: out[j] += K[a, j] V[a]
+                const T va = pb.Vt[c * M + a];
+                const std::size_t skip = js == a ? 1 : 0;
 #pragma omp simd
-                    for (std::size_t j = skip; j < count; ++j) acc[js + j] += k[j] * va;
-                }
+                for (std::size_t j = skip; j < count; ++j) acc[js + j] += k[j] * va;
             }
         }
-    }
+    });
 }
 
 template <typename T>
