@@ -388,3 +388,19 @@ def test_parallel_restarts_give_the_serial_result():
                                           theta_prior=ff.GaussianLogPrior(0.0, 2.0)).fit(X, y)
         fits.append(np.append(gp.kernel_.theta, np.log(gp.noise_)))
     np.testing.assert_allclose(fits[0], fits[1], rtol=1e-10, atol=1e-12)
+
+
+def test_many_point_predictions_use_the_inverse_factor_and_agree_with_the_solve():
+    """Batches of ≥ 256 rows take v = L⁻¹k* by dtrmm; it must equal the triangular solve of smaller calls."""
+    X, y = _data(MIXED, 40, seed=11)
+    gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=1, random_state=0).fit(X, y)
+    Xs = MIXED.sample_encoded(600, seed=12)
+    mu_big, sigma_big = gp.predict_standardized(Xs)                   # one call: the dtrmm path
+    pieces = [gp.predict_standardized(Xs[i:i + 100]) for i in range(0, 600, 100)]   # solve path
+    np.testing.assert_allclose(mu_big, np.concatenate([m for m, _ in pieces]), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(sigma_big, np.concatenate([s for _, s in pieces]), rtol=1e-9, atol=1e-10)
+    assert gp._L_inverse[0] is gp.L_
+    gp.fit(X[:30], y[:30])                                            # a refit invalidates the inverse
+    mu, sigma = gp.predict_standardized(Xs)
+    np.testing.assert_allclose(sigma, np.concatenate([gp.predict_standardized(Xs[i:i + 100])[1]
+                                                      for i in range(0, 600, 100)]), rtol=1e-9, atol=1e-10)

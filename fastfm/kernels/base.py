@@ -186,6 +186,18 @@ class Kernel:
         """Hyperparameter values by name (arrays copied); ``deep`` is accepted for scikit-learn."""
         return {name: np.array(getattr(self, name), dtype=float) for name, _ in self._hyperparameter_specs()}
 
+    def _likelihood_terms(self, X):
+        """The kernel work of one GP likelihood evaluation at many θ, on fixed inputs X.
+
+        Returns an object with ``gram(theta)`` (K(X, X) at the free log
+        hyperparameters ``theta``) and ``reduction(W)`` (``gradient_reduction``
+        at the θ of the last ``gram`` call).  The GP's fitting loop calls these
+        a few hundred times per fit; kernels override this to skip the public
+        API's per-call checks and bookkeeping (see ``FMKernel``).  It works on
+        a private copy, so ``self`` is never modified.
+        """
+        return _KernelLikelihoodTerms(self, X)
+
     # ---- evaluation ------------------------------------------------------------
     def __call__(self, X, Y=None, eval_gradient=False):
         """Gram matrix K(X, Y); with ``eval_gradient`` also dK/dθ of shape (N, N, n_theta)."""
@@ -393,3 +405,19 @@ class Product(_Composite):
         K1, dK1 = self.k1._full_gradient(X)
         K2, dK2 = self.k2._full_gradient(X)
         return K1 * K2, np.concatenate([dK1 * K2[:, :, None], dK2 * K1[:, :, None]], axis=2)
+
+
+class _KernelLikelihoodTerms:
+    """``Kernel._likelihood_terms`` through the public contract (any kernel)."""
+
+    def __init__(self, kernel, X):
+        self.kernel = copy.deepcopy(kernel)
+        self.X = self.kernel._check_X(X)
+        self.mask = self.kernel._free_mask()
+
+    def gram(self, theta):
+        self.kernel.theta = theta
+        return self.kernel._gram(self.X, None)
+
+    def reduction(self, W):
+        return self.kernel._full_reduction(self.X, W)[self.mask]

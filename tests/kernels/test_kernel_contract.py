@@ -106,6 +106,29 @@ def test_gradient_and_fused_reduction_match_finite_differences(kernel_factory, s
     np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
 
 
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_likelihood_terms_equal_the_public_gram_and_reduction(kernel_factory, space, rng, backend):
+    """The GP fit's fast path (``_likelihood_terms``) is the public Gram and reduction at every θ."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    kernel = random_kernel(kernel_factory, space, rng, backend=backend)
+    if kernel.n_theta > 2 and hasattr(kernel, "variance_bounds"):
+        kernel.variance_bounds = "fixed"             # a masked hyperparameter in the middle of the layout
+    X = space.sample_encoded(30, seed=9)
+    W = rng.normal(size=(30, 30))
+    W = W + W.T
+    original = kernel.theta.copy()
+    terms = kernel._likelihood_terms(X)
+    for _ in range(2):
+        bounds = kernel.bounds
+        theta = rng.uniform(bounds[:, 0] + 0.2 * np.ptp(bounds, axis=1), bounds[:, 1] - 0.2 * np.ptp(bounds, axis=1))
+        reference = kernel.clone_with_theta(theta)
+        np.testing.assert_allclose(terms.gram(theta), reference(X), rtol=1e-13, atol=1e-300)
+        np.testing.assert_allclose(terms.reduction(W), reference.gradient_reduction(X, W), rtol=1e-12,
+                                   atol=1e-13 * np.abs(reference.gradient_reduction(X, W)).max())
+    np.testing.assert_array_equal(kernel.theta, original)       # the kernel itself is untouched
+
+
 def test_input_gradient_matches_finite_differences(kernel_factory, space, rng):
     kernel = random_kernel(kernel_factory, space, rng)
     X1 = space.sample_encoded(4, seed=6)

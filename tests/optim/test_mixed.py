@@ -109,7 +109,9 @@ def test_threaded_scoring_matches_serial_scoring():
         with ff.config_context(num_threads=threads):
             scores[threads] = optimizer._score(gp, _acq(gp), candidates)
     direct = _acq(gp)(*gp.predict_standardized(candidates))[0]
-    np.testing.assert_allclose(scores[1], direct, rtol=1e-12, atol=1e-12)
+    # the 1,000-row call takes v = L⁻¹k* by a triangular product, the 64-row batches by a solve: equal
+    # to rounding, which log-EI amplifies where σ² is a difference of nearly equal numbers
+    np.testing.assert_allclose(scores[1], direct, rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(scores[2], scores[1])
 
 
