@@ -75,22 +75,52 @@ def subsample_sets(X, n_subsample, seed):
     return np.take_along_axis(X, indices[:, :, None], axis=1), indices
 
 
+def _resolve_inner(inner, lengthscale, nu, variance, lengthscale_bounds, variance_bounds):
+    """SetKernel's (lengthscale, nu, variance, bounds) from ``inner`` or the explicit arguments."""
+    from .continuous import Matern52, RBF   # noqa: F401 (RBF named in the message)
+
+    if inner is None:
+        return (0.5 if lengthscale is None else lengthscale, 2.5 if nu is None else nu,
+                1.0 if variance is None else variance,
+                LENGTHSCALE_BOUNDS if lengthscale_bounds is None else lengthscale_bounds,
+                VARIANCE_BOUNDS if variance_bounds is None else variance_bounds)
+    if not isinstance(inner, Matern52) or inner.space is not None:
+        raise InvalidValueError(
+            "inner must be a Matern52 built without a space, e.g. Matern52(length_scale=0.3) (the set sums are "
+            f"compiled for Matérn inner kernels), got inner={inner!r}", "inner", inner)
+    given = [name for name, value in (("lengthscale", lengthscale), ("nu", nu),
+                                      ("lengthscale_bounds", lengthscale_bounds)) if value is not None]
+    if given:
+        raise InvalidValueError(f"give the inner kernel's {', '.join(given)} through inner=, not beside it",
+                                given[0], locals()[given[0]])
+    return (np.array(inner.lengthscale, dtype=float) if np.ndim(inner.lengthscale) else float(inner.lengthscale),
+            float(inner.nu), float(inner.variance) if variance is None else variance,
+            inner.lengthscale_bounds,
+            inner.variance_bounds if variance_bounds is None else variance_bounds)
+
+
 class SetKernel(Kernel):
     """Set kernel with a Matérn inner kernel, exact or randomly subsampled.
 
     Parameters
     ----------
-    lengthscale : float or array of shape (dim,)
-        ℓ of the inner kernel (one value: isotropic; dim values: ARD).
-    nu : {0.5, 1.5, 2.5}, default 2.5
-        Matérn order of the inner kernel.
-    variance : float
-        σ², the amplitude.
+    inner : Matern52 built without a space, optional
+        The inner kernel k, e.g. ``Matern52(length_scale=0.3)``: its lengthscale
+        (isotropic or one per coordinate), bounds, variance and Matérn order
+        become this kernel's, and its hyperparameters are the ones fitted.
+        Instead of ``inner`` the same can be given as ``lengthscale`` and ``nu``
+        (default: lengthscale 0.5, ν = 5/2).
     n_subsample : int or None
         L: None (or L ≥ m) gives the exact K_set; L < m the approximation K̂.
     seed : int or None
         Seed of K̂'s projection and positions; None draws one at construction,
         so that the kernel is still one fixed function.
+    lengthscale : float or array of shape (dim,)
+        ℓ of the inner kernel (one value: isotropic; dim values: ARD).
+    nu : {0.5, 1.5, 2.5}, default 2.5
+        Matérn order of the inner kernel.
+    variance : float
+        σ², the amplitude (default: the inner kernel's variance, else 1).
     lengthscale_bounds, variance_bounds : (low, high) or "fixed"
     space, parameter : Space and the name of one of its ``Set`` parameters, optional
         With them the kernel takes encoded arrays (N, space.n_dims) and reads
@@ -108,15 +138,18 @@ class SetKernel(Kernel):
     >>> import numpy as np
     >>> from fastfm.kernels import SetKernel
     >>> X = np.random.default_rng(0).random((4, 10, 2))           # 4 sets of 10 points in R²
-    >>> K = SetKernel(lengthscale=0.3)(X)
-    >>> K_hat = SetKernel(lengthscale=0.3, n_subsample=5, seed=1)(X)
+    >>> from fastfm.kernels import Matern52
+    >>> K = SetKernel(inner=Matern52(length_scale=0.3))(X)
+    >>> K_hat = SetKernel(inner=Matern52(length_scale=0.3), n_subsample=5, seed=1)(X)
     >>> K.shape, K_hat.shape
     ((4, 4), (4, 4))
     """
 
-    def __init__(self, lengthscale=0.5, nu=2.5, variance=1.0, n_subsample=None, seed=None,
-                 lengthscale_bounds=LENGTHSCALE_BOUNDS, variance_bounds=VARIANCE_BOUNDS, space=None, parameter=None,
+    def __init__(self, inner=None, n_subsample=None, seed=None, lengthscale=None, nu=None, variance=None,
+                 lengthscale_bounds=None, variance_bounds=None, space=None, parameter=None,
                  normalize=False, backend="auto"):
+        lengthscale, nu, variance, lengthscale_bounds, variance_bounds = _resolve_inner(
+            inner, lengthscale, nu, variance, lengthscale_bounds, variance_bounds)
         if nu not in numpy_backend.MATERN_ORDERS:
             raise InvalidValueError(f"nu must be one of {numpy_backend.MATERN_ORDERS}, got nu={nu!r}", "nu", nu)
         if n_subsample is not None and (not isinstance(n_subsample, (int, np.integer)) or isinstance(n_subsample, bool)
@@ -147,6 +180,17 @@ class SetKernel(Kernel):
             self._set_shape = (param.n_points, param.dim)
         else:
             self.parameter = parameter
+
+    @property
+    def inner(self):
+        """The inner kernel at the current hyperparameters, unit variance (σ² is this kernel's), or None
+        when ν ≠ 5/2 (no kernel class of that order)."""
+        from .continuous import Matern52
+
+        if self.nu != 2.5:
+            return None
+        return Matern52(length_scale=np.array(self.lengthscale, dtype=float) if np.ndim(self.lengthscale)
+                        else float(self.lengthscale), lengthscale_bounds=self.lengthscale_bounds)
 
     # ---- inputs ---------------------------------------------------------------------
     @property

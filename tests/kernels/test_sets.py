@@ -272,3 +272,62 @@ def test_normalised_kernel_contract(backend, n_subsample, rng):
         down[:, c] -= 1e-6
         fd_input = (kernel(up.reshape(X1.shape), Y) - kernel(down.reshape(X1.shape), Y)) / 2e-6
         np.testing.assert_allclose(dK1[:, :, c], fd_input, rtol=1e-5, atol=1e-8)
+
+
+# ---------------------------------------------------------------------------- inner= (issue 5's API)
+@pytest.mark.parametrize("length_scale", [0.35, [0.3, 0.6]])
+def test_inner_matern52_is_the_set_kernel_of_its_hyperparameters(backend, length_scale, rng):
+    from fastfm.kernels import Matern52
+
+    X = random_sets(rng, 7, 6, 2)
+    kernel = SetKernel(inner=Matern52(length_scale=length_scale, variance=1.4), n_subsample=4, seed=2,
+                       backend=backend)
+    np.testing.assert_allclose(kernel(X), definition(*(2 * [subsample_sets(X, 4, 2)[0]]), length_scale, 2.5, 1.4),
+                               rtol=1e-12, atol=1e-15)
+    # the inner kernel's hyperparameters are the fitted ones: gradients by finite differences
+    assert kernel.theta.size == np.size(length_scale) + 1
+    W = rng.normal(size=(7, 7))
+    W = W + W.T
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(kernel.gradient_reduction(X, W), fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+    # inner reports the current lengthscale (unit variance: σ² is the set kernel's)
+    moved = kernel.clone_with_theta(kernel.theta + 0.2)
+    np.testing.assert_allclose(moved.inner.lengthscale, np.exp(0.2) * np.asarray(length_scale), rtol=1e-12)
+    assert moved.inner.variance == 1.0
+
+
+def test_inner_must_be_a_spaceless_matern52():
+    from fastfm.exceptions import InvalidValueError
+    from fastfm.kernels import RBF, Matern52
+
+    with pytest.raises(InvalidValueError, match="inner"):
+        SetKernel(inner=RBF(length_scale=0.3))
+    with pytest.raises(InvalidValueError, match="inner"):
+        SetKernel(inner=Matern52(ff.Space([ff.Real("x", 0, 1)])))
+    with pytest.raises(InvalidValueError, match="lengthscale"):
+        SetKernel(inner=Matern52(length_scale=0.3), lengthscale=0.2)
+    with pytest.raises(InvalidValueError, match="length_scale"):
+        Matern52(lengthscale=0.3, length_scale=0.3)
+
+
+@pytest.mark.parametrize("length_scale", [0.4, [0.3, 0.5, 0.8]])
+def test_spaceless_matern52_on_points_is_the_space_kernel(length_scale, rng):
+    """Matern52 without a space acts on (N, d) points: it equals the one on an all-continuous space."""
+    from fastfm.kernels import Matern52
+
+    space = ff.Space([ff.Real(f"x{i}", 0.0, 1.0) for i in range(3)])
+    X = rng.random((30, 3))
+    free = Matern52(length_scale=length_scale, variance=1.3)
+    on_space = Matern52(space, lengthscale=np.broadcast_to(length_scale, (3,)).copy(), variance=1.3)
+    K = free(X)
+    np.testing.assert_allclose(K, on_space(X), rtol=1e-13)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    W = rng.normal(size=(30, 30))
+    W = W + W.T
+    fd = _finite_difference_of_weighted_sum(free, X, W)
+    np.testing.assert_allclose(free.gradient_reduction(X, W), fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+    K_full, dK = free(X, eval_gradient=True)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), free.gradient_reduction(X, W), rtol=1e-10)
+    with pytest.raises(ff.exceptions.InvalidConfigError, match="X"):
+        free(rng.random((5, 2)) if np.size(length_scale) > 1 else rng.random(5))
