@@ -331,14 +331,18 @@ py::tuple symmetric_reduction(const DoubleArray& C, const IndexArray& D, const T
 
 py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
                             const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
-                            int kind, const py::object& coefficients, double exponent, int num_threads) {
+                            int kind, const py::object& coefficients, double exponent, int num_threads,
+                            bool symmetric_weights) {
     DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
     const py::ssize_t N = C.shape(0);
     IndexArray D = state_matrix(D_obj, "D", tables, N);
     DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
     const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
     const double* w = W.data();
-    return symmetric_reduction(C, D, tables, h, num_threads, [w](fastfm::ReductionProblem<double>& pb) { pb.W = w; });
+    return symmetric_reduction(C, D, tables, h, num_threads, [w, symmetric_weights](fastfm::ReductionProblem<double>& pb) {
+        pb.W = w;
+        pb.symmetric_weights = symmetric_weights;
+    });
 }
 
 py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& D_obj, const py::object& W_obj,
@@ -730,8 +734,9 @@ PYBIND11_MODULE(_cpp, m) {
           "K_ab = σ² Π_p F_p(v_a, v_b, α_p R_ab), shape (N, M).");
     m.def("fm_grad_reduction", &fm_grad_reduction, py::arg("C"), py::arg("D"), py::arg("W"), py::arg("tables"),
           py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"), py::arg("coefficients"),
-          py::arg("exponent"), py::arg("num_threads") = 0,
-          "(g_lengthscale (Dc,), g_alpha (P,), g_beta (P,), g_variance): Σ_ab W_ab ∂K_ab/∂log ψ.");
+          py::arg("exponent"), py::arg("num_threads") = 0, py::arg("symmetric_weights") = false,
+          "(g_lengthscale (Dc,), g_alpha (P,), g_beta (P,), g_variance): Σ_ab W_ab ∂K_ab/∂log ψ. "
+          "symmetric_weights=True promises W = Wᵀ and reads only W's upper triangle.");
     m.def("fm_reduction_from_argument", &fm_reduction_from_argument, py::arg("R"), py::arg("D"), py::arg("W"),
           py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,

@@ -243,6 +243,25 @@ def test_grad_reduction_spans_several_tiles(cpp, modulation):
                  np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
 
 
+@pytest.mark.parametrize("n", [29, 203])
+def test_grad_reduction_with_symmetric_weights(cpp, any_space, modulation, n):
+    """symmetric_weights=True (the GP's W = ½(ααᵀ − K⁻¹)) reads one triangle of W: same sums."""
+    C, D = _inputs(any_space, n, seed=40)
+    args = _hyper(any_space, 41, modulation)
+    A = np.random.default_rng(42).standard_normal((n, n))
+    W = A + A.T
+    expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+    actual = cpp.fm_grad_reduction(C, D, W, *args, True)
+    scales = _reduction_scales(C, D, W, args)
+    assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
+                 np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
+    # the promise is what it uses: the lower triangle is not read
+    lower_zeroed = np.triu(W)
+    again = cpp.fm_grad_reduction(C, D, lower_zeroed, *args, True)
+    np.testing.assert_array_equal(np.concatenate([again[0], again[1], again[2], [again[3]]]),
+                                  np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]))
+
+
 def test_reduction_from_argument(cpp, any_space, modulation):
     C, D = _inputs(any_space, 26, seed=22)
     args = _hyper(any_space, 23, modulation)

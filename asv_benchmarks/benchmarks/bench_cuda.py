@@ -41,7 +41,7 @@ class LargeGram:
         self.module.fm_gram(self.C, self.D, None, None, *self.args)
 
     def time_reduction(self, backend, space, n):
-        self.module.fm_grad_reduction(self.C, self.D, self.W, *self.args)
+        self.module.fm_grad_reduction(self.C, self.D, self.W, *self.args, True)
 
 
 class SetSums:

@@ -99,14 +99,17 @@ def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulatio
     return _cpp.fm_gram_from_argument(R, D1, D2, *_hyper(spectra, alphas, betas, variance, modulation, np.size(R)))
 
 
-def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
+def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, symmetric_weights=False):
     """Σ_ab W_ab ∂K_ab/∂ψ for ψ = log θ (Dc), log α (P), log β (P), log σ².
+
+    ``symmetric_weights=True`` promises W = Wᵀ: only W's upper triangle is read.
 
     Returns
     -------
     g_lengthscale : (Dc,), g_alpha : (P,), g_beta : (P,), g_variance : float
     """
-    return _cpp.fm_grad_reduction(C, D, W, *_hyper(spectra, alphas, betas, variance, modulation, 2 * np.size(W)))
+    return _cpp.fm_grad_reduction(C, D, W, *_hyper(spectra, alphas, betas, variance, modulation, 2 * np.size(W)),
+                                  bool(symmetric_weights))
 
 
 def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modulation):

@@ -529,11 +529,12 @@ def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulatio
     return _download(K)
 
 
-def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
+def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, symmetric_weights=False):
     """Σ_ab W_ab ∂K_ab/∂ψ for ψ = log θ (Dc), log α (P), log β (P), log σ².
 
     The N×N×n_params derivative tensor is never formed: each GPU thread adds
     its pairs' terms, each block its threads' (no N² temporary either).
+    ``symmetric_weights`` is accepted for the common signature and ignored.
 
     Returns
     -------

@@ -124,10 +124,12 @@ def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modula
     return g_alpha, g_beta, float(np.sum(W * K)), omega
 
 
-def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation):
+def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, symmetric_weights=False):
     """Σ_ab W_ab ∂K_ab/∂ψ for ψ = log θ (Dc), log α (P), log β (P), log σ².
 
-    The N×N×n_params derivative tensor is never formed.
+    The N×N×n_params derivative tensor is never formed.  ``symmetric_weights``
+    (W = Wᵀ promised, which lets the C++ backend read one triangle) changes
+    nothing here: the full sum is the definition.
 
     Returns
     -------

@@ -213,20 +213,30 @@ class Kernel:
         """The diagonal of K(X, X), shape (N,)."""
         return self._diag(self._check_X(X))
 
-    def gradient_reduction(self, X, W):
+    def gradient_reduction(self, X, W, symmetric=False):
         """Σ_ab W_ab ∂K(X, X)_ab/∂θ_j for every free θ_j, shape (n_theta,).
 
         Parameters
         ----------
         X : array of shape (N, n_dims)
         W : array of shape (N, N)
-            Symmetric weights (e.g. 0.5(ααᵀ − K⁻¹) in GP fitting).
+            Weights, e.g. 0.5(ααᵀ − K⁻¹) in GP fitting.  Only W's symmetric
+            part matters (∂K is symmetric).
+        symmetric : bool, default False
+            A promise that W = Wᵀ; a backend may then read one triangle of W
+            (the C++ FM reduction does).  With a non-symmetric W and
+            ``symmetric=True`` the result is undefined.
         """
         X = self._check_X(X)
         W = np.ascontiguousarray(np.asarray(W, dtype=np.float64))
         if W.shape != (X.shape[0], X.shape[0]):
             raise ValueError(f"W must have shape ({X.shape[0]}, {X.shape[0]}), got W.shape={W.shape}")
-        return self._full_reduction(X, W)[self._free_mask()]
+        reduction = self._full_reduction_symmetric if symmetric else self._full_reduction
+        return reduction(X, W)[self._free_mask()]
+
+    def _full_reduction_symmetric(self, X, W):
+        """``_full_reduction`` for a W known to be symmetric (kernels with a faster path override it)."""
+        return self._full_reduction(X, W)
 
     def neighbour_gram(self, x, X, var_index, new_state):
         """Cross-covariances of discrete graph neighbours of ``x`` against ``X``.

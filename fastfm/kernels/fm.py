@@ -188,14 +188,18 @@ class FMKernel(_ModulatedKernel):
     def _full_reduction(self, X, W):
         return self._reduction("fm_grad_reduction", X, W)
 
+    def _full_reduction_symmetric(self, X, W):
+        return self._reduction("fm_grad_reduction", X, W, symmetric_weights=True)
+
     def _low_rank_reduction(self, X, U, Z):
         """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp_large)."""
         return self._reduction("fm_grad_reduction_low_rank", X, U, Z)
 
-    def _reduction(self, function_name, X, *weights):
+    def _reduction(self, function_name, X, *weights, symmetric_weights=False):
         """Full-length Σ W ∂K/∂θ from the backend function ``function_name`` taking (C, D, *weights, ...)."""
         C, D = self._scaled(X)
-        g_ls, g_alpha, g_beta, g_var = self._backend_call(function_name, C, D, *weights, *self._args())
+        extra = (True,) if symmetric_weights else ()
+        g_ls, g_alpha, g_beta, g_var = self._backend_call(function_name, C, D, *weights, *self._args(), *extra)
         _, dlog_c = self._normaliser()
         # σ² = variance / Π c_p(β_p): the β_p gradient also moves σ²
         g_beta = np.asarray(g_beta) - dlog_c * g_var
@@ -255,7 +259,8 @@ class _FMLikelihoodTerms:
 
     def reduction(self, W):
         C, args, dlog_c = self._at
-        g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W, *args)
+        # W = ½(ααᵀ − K⁻¹) is symmetric: the C++ backend reads one triangle of it
+        g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W, *args, True)
         # σ² = variance / Π c_p(β_p): the β_p gradient also moves σ² (as FMKernel._reduction)
         g_beta = np.asarray(g_beta) - dlog_c * g_var
         return np.concatenate([g_ls, g_alpha, g_beta, [g_var]])[self.mask]

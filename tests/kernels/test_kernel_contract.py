@@ -101,6 +101,8 @@ def test_gradient_and_fused_reduction_match_finite_differences(kernel_factory, s
     reduction = kernel.gradient_reduction(X, W)
     fd = _finite_difference_of_weighted_sum(kernel, X, W)
     np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    np.testing.assert_allclose(kernel.gradient_reduction(X, W, symmetric=True), reduction, rtol=1e-12,
+                               atol=1e-13 * np.abs(fd).max())
     K, dK = kernel(X, eval_gradient=True)
     np.testing.assert_allclose(K, kernel(X), rtol=1e-13)
     np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
