@@ -298,6 +298,121 @@ def test_set_gram_and_reduction(cuda_backend, nu):
     assert_close(actual, reference_set_grad_reduction(A, W, length_scale, nu), scale=np.sum(np.abs(W)))
 
 
+# ------------------------------------------------------- hierarchical kernel (SPEC §3)
+def _hier_kernel(space, base, seed, backend="numpy"):
+    """A Hierarchical kernel with random γ, ρ and ℓ = 2 (r² of order 1: g' is not negligible)."""
+    kernel = ff.kernels.Hierarchical(space, base=base, lengthscale=2.0, variance=1.3, backend=backend)
+    rng = np.random.default_rng(seed)
+    b = kernel.bounds
+    theta = rng.uniform(b[:, 0] + 0.5 * (b[:, 1] - b[:, 0]), b[:, 1])
+    theta[-2:] = kernel.theta[-2:]
+    kernel.theta = theta
+    return kernel
+
+
+def _hier_backend_inputs(kernel, n, seed):
+    X = kernel.space.sample_encoded(n, seed=seed)
+    X[4] = X[1]                                  # a repeated point: zero distance
+    V, M = kernel._inputs(X)
+    return X, V, M
+
+
+@pytest.mark.parametrize("space_name", ["conditional", "mixed"])
+@pytest.mark.parametrize("base", ["rbf", "matern52"])
+def test_hier_gram_and_reduction_match_numpy(cuda_backend, space_name, base):
+    space = SPACES[space_name]
+    kernel = _hier_kernel(space, base, seed=30)
+    args = kernel._args()
+    _, V, M = _hier_backend_inputs(kernel, 9, seed=31)
+    _, V2, M2 = _hier_backend_inputs(kernel, 6, seed=32)
+    is_real = args[0].astype(bool)
+    assert is_real.any() and (~is_real).any()    # real and categorical columns
+    if space_name == "conditional":
+        # columns active in some points and inactive in others, real and categorical
+        partly = M.any(axis=0) & ~M.all(axis=0)
+        assert (partly & is_real).any() and (partly & ~is_real).any(), M
+    K = cuda_backend.hier_gram(V, M, None, None, *args)
+    assert_close(K, numpy_backend.hier_gram(V, M, None, None, *args))
+    np.testing.assert_array_equal(K, K.T)
+    assert_close(cuda_backend.hier_gram(V, M, V2, M2, *args), numpy_backend.hier_gram(V, M, V2, M2, *args))
+    assert_close(cuda_backend.hier_gram(V2, M2, V, M, *args), numpy_backend.hier_gram(V2, M2, V, M, *args))
+    W = np.random.default_rng(33).standard_normal((9, 9))       # not symmetric: both W_ab and W_ba count
+    expected = numpy_backend.hier_grad_reduction(V, M, W, *args)
+    actual = cuda_backend.hier_grad_reduction(V, M, W, *args)
+    # rounding bound of each sum: the same sums over |W| (t and u: Ω ≤ 0 has one sign)
+    scales = numpy_backend.hier_grad_reduction(V, M, np.abs(W), *args)
+    for label, got, want, scale in zip(("t", "u", "g_variance"), actual, expected, scales):
+        assert np.shape(got) == np.shape(want), label
+        assert_close(got, want, scale=np.abs(scale), err_msg=label)
+    assert np.abs(expected[0]).max() > 1e-3 and np.abs(expected[1]).max() > 1e-3   # g' is not negligible
+    assert isinstance(actual[2], float)
+
+
+def test_hier_reduction_matches_finite_differences(cuda_backend):
+    """Σ W ∂K/∂log ℓ = −2 Σ_i t_i and Σ W ∂K/∂log σ² = Σ W∘K, from the cuda Gram itself."""
+    kernel = _hier_kernel(SPACES["conditional"], "matern52", seed=34)
+    is_real, omega, rho_pi, lengthscale, variance, profile = kernel._args()
+    _, V, M = _hier_backend_inputs(kernel, 7, seed=35)
+    W = np.random.default_rng(36).standard_normal((7, 7))
+    t, _, g_variance = cuda_backend.hier_grad_reduction(V, M, W, *kernel._args())
+    step = 1e-6
+
+    def weighted(log_lengthscale):
+        return np.sum(W * cuda_backend.hier_gram(V, M, None, None, is_real, omega, rho_pi, np.exp(log_lengthscale),
+                                                 variance, profile))
+
+    numeric = (weighted(np.log(lengthscale) + step) - weighted(np.log(lengthscale) - step)) / (2 * step)
+    np.testing.assert_allclose(-2.0 * t.sum(), numeric, rtol=1e-6, atol=1e-9)
+    assert g_variance == pytest.approx(weighted(np.log(lengthscale)), rel=1e-12)
+
+
+@pytest.mark.parametrize("base", ["rbf", "matern52"])
+def test_hierarchical_kernel_agrees_with_numpy_through_the_public_api(cuda_backend, base):
+    space = SPACES["conditional"]
+    fast = _hier_kernel(space, base, seed=37, backend="cuda")
+    reference = _hier_kernel(space, base, seed=37, backend="numpy")
+    X = space.sample_encoded(N_POINTS, seed=38)
+    Y = space.sample_encoded(4, seed=39)
+    W = np.random.default_rng(40).standard_normal((N_POINTS, N_POINTS))
+    W = W + W.T
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # served by the GPU kernels: no fallback warning
+        K = fast(X)
+        K_cross = fast(X, Y)
+        gradient = fast.gradient_reduction(X, W)
+    assert_close(K, reference(X))
+    assert_close(K_cross, reference(X, Y))
+    _, dK = reference(X, eval_gradient=True)
+    assert_close(gradient, reference.gradient_reduction(X, W), scale=np.sum(np.abs(W[:, :, None] * dK), axis=(0, 1)))
+
+
+def test_hier_bad_inputs_raise_typed_errors_naming_the_argument(cuda_backend):
+    kernel = _hier_kernel(SPACES["conditional"], "rbf", seed=41)
+    args = kernel._args()
+    _, V, M = _hier_backend_inputs(kernel, 5, seed=42)
+    with pytest.raises(InvalidValueError, match=r"M1 must have the shape of V1, \(5, 9\), got \(5, 8\)"):
+        cuda_backend.hier_gram(V, M[:, :-1], None, None, *args)
+    with pytest.raises(InvalidValueError, match=r"V2 must have shape \(N, 9\), got \(5, 8\)"):
+        cuda_backend.hier_gram(V, M, V[:, :-1], M[:, :-1], *args)
+    with pytest.raises(InvalidValueError, match="V2 and M2 must both be given"):
+        cuda_backend.hier_gram(V, M, V, None, *args)
+    with pytest.raises(InvalidValueError, match="M must hold 0/1 activity flags"):
+        cuda_backend.hier_grad_reduction(V, M.astype(float), np.zeros((5, 5)), *args)
+    with pytest.raises(InvalidValueError, match="omega must be 9 finite values"):
+        cuda_backend.hier_gram(V, M, None, None, args[0], args[1][:-1], *args[2:])
+    with pytest.raises(InvalidValueError, match="profile must be 0"):
+        cuda_backend.hier_gram(V, M, None, None, *args[:-1], 2)
+    with pytest.raises(InvalidValueError, match="lengthscale must be positive"):
+        cuda_backend.hier_gram(V, M, None, None, *args[:3], 0.0, *args[4:])
+    with pytest.raises(InvalidValueError, match=r"W must have shape \(5, 5\)"):
+        cuda_backend.hier_grad_reduction(V, M, np.zeros((5, 4)), *args)
+    n_dims = cuda_backend._kernels().MAX_HIER_DIMS + 1
+    with pytest.raises(BackendUnavailableError, match="up to 64 encoded columns"):
+        cuda_backend.hier_grad_reduction(np.zeros((2, n_dims)), np.ones((2, n_dims), dtype=np.uint8),
+                                         np.zeros((2, 2)), np.ones(n_dims, dtype=np.uint8), np.ones(n_dims),
+                                         np.ones(n_dims), 1.0, 1.0, 0)
+
+
 class _BrokenBackend:
     """The NumPy reference (and the set formulas above) with one function off by 1e-6 relative."""
 
@@ -381,11 +496,13 @@ class _FakeBackend:
 
 
 def test_size_dispatch_sends_large_calls_to_the_gpu(monkeypatch):
-    gpu = _FakeBackend("cuda", ["fm_gram", "fm_grad_reduction", "set_gram"])
-    cpu = _FakeBackend("cpp", ["fm_gram", "fm_grad_reduction", "set_gram", "fm_cross_gradient"])
+    gpu = _FakeBackend("cuda", ["fm_gram", "fm_grad_reduction", "set_gram", "hier_gram", "hier_grad_reduction"])
+    cpu = _FakeBackend("cpp", ["fm_gram", "fm_grad_reduction", "set_gram", "fm_cross_gradient", "hier_gram",
+                               "hier_grad_reduction"])
     monkeypatch.setattr(_backends, "_load", lambda name: gpu if name == "cuda" else cpu)
     monkeypatch.setattr(_backends, "CUDA_MIN_TERMS", 500)
     monkeypatch.setattr(_backends, "CUDA_SET_MIN_TERMS", 1000)
+    monkeypatch.setattr(_backends, "CUDA_HIER_MIN_TERMS", 2000)
     spectra = SPACES["nominal_only"].packed_spectra          # two complete graphs: 2 + 2 + 1 = 5 terms a pair
     assert _backends._terms_per_pair(spectra) == 5
     assert _backends._terms_per_pair(SPACES["mixed"].packed_spectra) == 1 + 6 + 3 + 2 + 4  # paths 6, 3; K3; 6-cycle
@@ -399,6 +516,12 @@ def test_size_dispatch_sends_large_calls_to_the_gpu(monkeypatch):
     assert auto.set_gram(np.zeros((5, 6, 2)), None) == "cpp"                # 900 element pairs
     assert auto.set_gram(np.zeros((5, 6, 2)), np.zeros((6, 6, 2))) == "cuda"
     assert auto.fm_cross_gradient(None, np.zeros((100, 1)), None, np.zeros((100, 1)), spectra) == "cpp"  # GPU lacks it
+    V = np.zeros((10, 19))                                                  # 100 pairs × 20 terms
+    assert auto.hier_gram(V, None, None, None) == "cuda"
+    assert auto.hier_gram(V[:9], None, None, None) == "cpp"                 # 81 × 20
+    assert auto.hier_gram(V[:9], None, np.zeros((12, 19)), None) == "cuda"  # 108 × 20
+    assert auto.hier_grad_reduction(V, None, np.zeros((10, 10))) == "cuda"
+    assert auto.hier_grad_reduction(V[:9], None, np.zeros((9, 9))) == "cpp"
     with pytest.raises(AttributeError):
         auto.fm_neighbour_gram_batch                                        # the CPU backend lacks it: kernels fall back
 

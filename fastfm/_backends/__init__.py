@@ -13,8 +13,9 @@ must not import numba to answer).
 real CUDA GPU is present (never under Numba's simulator), :func:`get_backend`
 returns a :class:`SizeDispatch` over that backend instead, which sends a call
 to ``cuda`` when its problem is at least :data:`CUDA_MIN_TERMS` pair × eigenvalue-group terms (or
-:data:`CUDA_SET_MIN_TERMS` element pairs for set kernels) and to ``cpp``
-otherwise: small calls are dominated by the launch and transfer latency.
+:data:`CUDA_SET_MIN_TERMS` element pairs for set kernels, :data:`CUDA_HIER_MIN_TERMS` pair ×
+(column + 1) terms for the hierarchical kernel) and to ``cpp`` otherwise: small calls are
+dominated by the launch and transfer latency.
 """
 import importlib
 import warnings
@@ -25,7 +26,7 @@ from .._config import get_config
 from ..exceptions import BackendUnavailableError
 
 __all__ = ["get_backend", "resolve_backend_name", "available_backends", "backend_function", "backend_status",
-           "SizeDispatch", "CUDA_MIN_TERMS", "CUDA_SET_MIN_TERMS"]
+           "SizeDispatch", "CUDA_MIN_TERMS", "CUDA_SET_MIN_TERMS", "CUDA_HIER_MIN_TERMS"]
 
 # name -> module path; order = preference for "auto"
 _REGISTRY = {
@@ -48,6 +49,12 @@ _warned = set()
 CUDA_MIN_TERMS = 200_000_000
 # Set kernels: element pairs NA·NB·m·m' (each costs one Matérn evaluation).
 CUDA_SET_MIN_TERMS = 10_000_000
+# Hierarchical kernel (SPEC §3): pairs × (n_dims + 1), one term per encoded column (a cos or a
+# comparison) plus the profile, as the C++ backend counts its work.  Not yet measured on a GPU:
+# a term costs about what an FM eigenvalue-group term does (a transcendental and a few flops)
+# and the fixed costs are the same (the N×M result crosses the bus), so the FM threshold.
+# On the 9-column conditional test space (10 terms a pair) the switch is near N = 4500.
+CUDA_HIER_MIN_TERMS = CUDA_MIN_TERMS
 
 
 def _load(name):
@@ -148,7 +155,8 @@ def _work(function_name, args):
     """(work, threshold) of a backend call, from its arguments (signatures of ``numpy_backend``).
 
     FM functions: pairs × :func:`_terms_per_pair` against :data:`CUDA_MIN_TERMS`;
-    set functions: element pairs against :data:`CUDA_SET_MIN_TERMS`; anything else stays on the CPU.
+    set functions: element pairs against :data:`CUDA_SET_MIN_TERMS`; hierarchical functions:
+    pairs × (n_dims + 1) against :data:`CUDA_HIER_MIN_TERMS`; anything else stays on the CPU.
     """
     if function_name in _FM_SHAPES:
         rows, columns, spectra = _FM_SHAPES[function_name]
@@ -161,6 +169,11 @@ def _work(function_name, args):
         A, B = args[0], args[1]
         B = A if function_name == "set_grad_reduction" or B is None else B
         return len(A) * np.shape(A)[1] * len(B) * np.shape(B)[1], CUDA_SET_MIN_TERMS
+    if function_name in ("hier_gram", "hier_grad_reduction"):
+        # hier_gram(V1, M1, V2, ...) / hier_grad_reduction(V, M, W, ...): W is N×N
+        V1 = args[0]
+        n_columns = len(V1) if function_name == "hier_grad_reduction" or args[2] is None else len(args[2])
+        return len(V1) * n_columns * (np.shape(V1)[1] + 1), CUDA_HIER_MIN_TERMS
     return 0, 1
 
 

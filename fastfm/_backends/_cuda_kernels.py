@@ -11,7 +11,10 @@ thread per pair (a, b):
   each thread accumulating its pairs in registers/local memory, each block
   reducing its threads in shared memory, the host adding the per-block rows
   (no float64 atomics: the sum is deterministic for a given launch size);
-* set sums (SPEC §4): K_ab = (1/(m m')) Σ_i Σ_j k_ν(‖(A_ai − B_bj)/ℓ‖).
+* set sums (SPEC §4): K_ab = (1/(m m')) Σ_i Σ_j k_ν(‖(A_ai − B_bj)/ℓ‖);
+* hierarchical kernel (SPEC §3, Hutter & Osborne 2013): K_ab = σ² g(Σ_i d_i²(a, b) / ℓ²),
+  d_i² in closed form from the activity of column i in both points, and its
+  fused reduction (the sums t, u and Σ W∘K of ``numpy_backend.hier_grad_reduction``).
 
 Spectral tables (per discrete variable p, see ``cuda.py``): ``modes[p]`` is
 ``PROJECTOR`` (F_p reads P_g[v, v'] from a table of Σ_g n_p² entries) or
@@ -453,3 +456,117 @@ def set_grad_reduction(A, W, length_scale, nu_code, partials):
                     u = (A[a, i, k] - A[b, j, k]) / length_scale[k]
                     accumulator[k] += coefficient * u * u
     store_block_sums(accumulator, n_dims, partials)
+
+
+# ------------------------------------------------- hierarchical kernel (SPEC §3)
+# Per-thread scratch of the reduction: d_i² and ∂d_i²/∂log ρ_i of one pair, then the
+# sums t (n_dims), u (n_dims) and Σ W∘K.  The host refuses wider spaces.
+MAX_HIER_DIMS = 64
+MAX_HIER_OUTPUTS = 2 * MAX_HIER_DIMS + 1
+HIER_RBF = 0                           # ``profile`` codes, as ``numpy_backend.HIER_PROFILES``
+HIER_MATERN52 = 1
+
+
+@cuda.jit(device=True, inline=True)
+def hier_dimension_terms(V1, M1, a, V2, M2, b, i, is_real, omega, rho_pi):
+    """(d_i², ∂d_i²/∂log ρ_i) of column i for the pair (a, b) (Hutter & Osborne 2013, Eqs. 6–7).
+
+    d_i² = 0 (both inactive), ω_i² (one active), ω_i²(2 − 2cos πρ_i(x̂ − x̂')) (both active,
+    real), 2ω_i²[v ≠ v'] (both active, categorical): the squared distance of the
+    embeddings ω_i(sin πρ_i x̂, cos πρ_i x̂) and ω_i e_v, which are never formed.
+    """
+    active1 = M1[a, i] != 0
+    active2 = M2[b, i] != 0
+    w2 = omega[i] * omega[i]
+    if active1 and active2:
+        if is_real[i] != 0:
+            delta = rho_pi[i] * (V1[a, i] - V2[b, i])
+            # ∂/∂log ρ of ω²(2 − 2cos δ) with δ ∝ ρ: 2ω² sin δ · δ
+            return w2 * (2.0 - 2.0 * math.cos(delta)), w2 * 2.0 * math.sin(delta) * delta
+        if V1[a, i] != V2[b, i]:
+            return 2.0 * w2, 0.0
+        return 0.0, 0.0
+    if active1 != active2:
+        return w2, 0.0              # the active point's embedding has norm ω_i, the other's is 0
+    return 0.0, 0.0
+
+
+@cuda.jit(device=True, inline=True)
+def hier_squared_distance(V1, M1, a, V2, M2, b, n_dims, is_real, omega, rho_pi):
+    """Σ_i d_i²(a, b), the squared Euclidean distance of the concatenated embeddings."""
+    total = 0.0
+    for i in range(n_dims):
+        d2, _ = hier_dimension_terms(V1, M1, a, V2, M2, b, i, is_real, omega, rho_pi)
+        total += d2
+    return total
+
+
+@cuda.jit(device=True, inline=True)
+def hier_profile(profile, sq):
+    """(g, dg/d(r²)) of the Euclidean kernel κ at r² = sq (``kernels.continuous`` profiles)."""
+    if profile == HIER_RBF:
+        g = math.exp(-0.5 * sq)
+        return g, -0.5 * g
+    r = math.sqrt(sq)
+    e = math.exp(-math.sqrt(5.0) * r)
+    # Matérn 5/2: g = (1 + √5 r + 5r²/3) e^(−√5 r), dg/d(r²) = −(5/6)(1 + √5 r) e^(−√5 r)
+    return (1.0 + math.sqrt(5.0) * r + 5.0 / 3.0 * sq) * e, -(5.0 / 6.0) * (1.0 + math.sqrt(5.0) * r) * e
+
+
+@cuda.jit
+def hier_gram_cross(V1, M1, V2, M2, n_dims, is_real, omega, rho_pi, lengthscale, variance, profile, K):
+    """K (N, M) = σ² g(Σ_i d_i² / ℓ²) of X1 against X2, one thread per entry."""
+    b, a = cuda.grid(2)
+    if a >= K.shape[0] or b >= K.shape[1]:
+        return
+    sq = hier_squared_distance(V1, M1, a, V2, M2, b, n_dims, is_real, omega, rho_pi)
+    g, _ = hier_profile(profile, sq / (lengthscale * lengthscale))
+    K[a, b] = variance * g
+
+
+@cuda.jit
+def hier_gram_symmetric(V, M, n_dims, is_real, omega, rho_pi, lengthscale, variance, profile, K):
+    """K (N, N) of X with itself: one thread per pair b ≤ a, mirrored (exactly symmetric, half the work)."""
+    k = cuda.grid(1)
+    N = K.shape[0]
+    if k >= N * (N + 1) // 2:
+        return
+    a, b = triangular_pair(k)
+    sq = hier_squared_distance(V, M, a, V, M, b, n_dims, is_real, omega, rho_pi)
+    g, _ = hier_profile(profile, sq / (lengthscale * lengthscale))
+    value = variance * g
+    K[a, b] = value
+    K[b, a] = value
+
+
+@cuda.jit
+def hier_grad_reduction(V, M, W, n_dims, is_real, omega, rho_pi, lengthscale, variance, profile, partials):
+    """Per-block rows of (t (n_dims), u (n_dims), Σ W∘K) of ``numpy_backend.hier_grad_reduction``.
+
+    With Ω_ab = W_ab σ² g'(r²_ab)/ℓ²: t_i = Σ_ab Ω_ab d_i²(a, b), u_i = Σ_ab Ω_ab ∂d_i²/∂log ρ_i.
+    Ω_ab needs the whole r²_ab first, so a pair's d_i² wait in per-thread scratch.
+    """
+    accumulator = cuda.local.array(MAX_HIER_OUTPUTS, float64)
+    d2 = cuda.local.array(MAX_HIER_DIMS, float64)
+    dd2 = cuda.local.array(MAX_HIER_DIMS, float64)
+    n_outputs = 2 * n_dims + 1
+    for j in range(n_outputs):
+        accumulator[j] = 0.0
+    inverse_square_lengthscale = 1.0 / (lengthscale * lengthscale)
+    N = V.shape[0]
+    for k in range(cuda.grid(1), N * (N + 1) // 2, cuda.gridsize(1)):
+        a, b = triangular_pair(k)
+        w = pair_weight(W, a, b)
+        sq = 0.0
+        for i in range(n_dims):
+            term, slope = hier_dimension_terms(V, M, a, V, M, b, i, is_real, omega, rho_pi)
+            d2[i] = term
+            dd2[i] = slope
+            sq += term
+        g, dg = hier_profile(profile, sq * inverse_square_lengthscale)
+        weight = w * variance * dg * inverse_square_lengthscale
+        for i in range(n_dims):
+            accumulator[i] += weight * d2[i]
+            accumulator[n_dims + i] += weight * dd2[i]
+        accumulator[2 * n_dims] += w * variance * g
+    store_block_sums(accumulator, n_outputs, partials)

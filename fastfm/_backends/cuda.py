@@ -1,4 +1,5 @@
-"""CUDA backend (Numba): the FM Gram, its fused gradient reductions, neighbour rows and set sums on a GPU.
+"""CUDA backend (Numba): the FM Gram, its fused gradient reductions, neighbour rows, set sums and the
+hierarchical (conditional-space) kernel's Gram and reduction on a GPU.
 
 Same private signatures as ``numpy_backend`` (the reference; see its module
 docstring for the argument conventions).  The device code is in
@@ -42,6 +43,8 @@ than a plain ``copy_to_host``.
 
 Functions without a GPU kernel (``CPU_FUNCTIONS``: the acquisition
 optimiser's small input-gradient calls) are served by the C++ backend.
+``hier_cross_gradient`` has no GPU kernel either: ``kernels.Hierarchical``
+calls the NumPy reference for it directly.
 """
 import ctypes
 import importlib.util
@@ -59,7 +62,8 @@ name = "cuda"
 
 __all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_from_argument",
            "fm_grad_reduction", "fm_reduction_from_argument",
-           "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction"]
+           "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction", "hier_gram",
+           "hier_grad_reduction"]
 
 # Cache policy (module docstring).  16 entries hold a fit's inputs (C, D, spectra-derived
 # vectors, α, β, coefficients) and a few observation sets of the acquisition step.
@@ -710,3 +714,113 @@ def set_grad_reduction(A, W, length_scale, nu):
         return np.zeros(n_dims)
     return _reduce_partials(kernels, kernels.set_grad_reduction, N * (N + 1) // 2, n_dims, _cached(A),
                             _per_call(W), ell, nu_code)
+
+
+# ------------------------------------------------- hierarchical kernel (SPEC §3)
+HIER_PROFILE_CODES = (0, 1)     # numpy_backend.HIER_PROFILES: 0 = RBF, 1 = Matérn 5/2
+
+
+def _hier_points(V, M, n_dims, V_label, M_label):
+    """Validated V (N, n_dims) float64 and M (N, n_dims) uint8; n_dims = 0 becomes one
+    dummy column the kernels never read (they loop over the n_dims passed to them)."""
+    if _on_device(V) is None:
+        V = np.ascontiguousarray(V, dtype=np.float64)
+    if V.ndim != 2 or (n_dims is not None and V.shape[1] != n_dims):
+        raise InvalidValueError(f"{V_label} must have shape (N, {'n_dims' if n_dims is None else n_dims}), "
+                                f"got {V.shape}", V_label, V.shape)
+    if _on_device(M) is None:
+        M = np.asarray(M)
+        if M.dtype.kind not in "biu":
+            raise InvalidValueError(f"{M_label} must hold 0/1 activity flags, got dtype {M.dtype}", M_label, M.dtype)
+        M = np.ascontiguousarray(M, dtype=np.uint8)
+    if M.shape != V.shape:
+        raise InvalidValueError(f"{M_label} must have the shape of {V_label}, {V.shape}, got {M.shape}",
+                                M_label, M.shape)
+    if V.shape[1] == 0:
+        return np.zeros((V.shape[0], 1)), np.zeros((V.shape[0], 1), dtype=np.uint8)
+    return V, M
+
+
+def _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims):
+    """Device arguments shared by the hierarchical kernels, in kernel order after the inputs:
+    (n_dims, is_real, ω, πρ, ℓ, σ², profile)."""
+    is_real = np.asarray(is_real)
+    if is_real.shape != (n_dims,) or is_real.dtype.kind not in "biu":
+        raise InvalidValueError(f"is_real must be {n_dims} 0/1 flags, got {is_real!r}", "is_real", is_real)
+    vectors = []
+    for label, values in (("omega", omega), ("rho_pi", rho_pi)):
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        if values.shape != (n_dims,) or not np.all(np.isfinite(values)):
+            raise InvalidValueError(f"{label} must be {n_dims} finite values, got {values!r}", label, values)
+        vectors.append(values if n_dims else np.zeros(1))
+    if not (np.isfinite(lengthscale) and lengthscale > 0):
+        raise InvalidValueError(f"lengthscale must be positive and finite, got {lengthscale!r}", "lengthscale",
+                                lengthscale)
+    if not np.isfinite(variance):
+        raise InvalidValueError(f"variance must be finite, got {variance!r}", "variance", variance)
+    if profile not in HIER_PROFILE_CODES:
+        raise InvalidValueError(f"profile must be 0 (RBF) or 1 (Matérn 5/2), got {profile!r}", "profile", profile)
+    is_real = np.ascontiguousarray(is_real, dtype=np.uint8) if n_dims else np.zeros(1, dtype=np.uint8)
+    return (n_dims, _cached(is_real), _cached(vectors[0]), _cached(vectors[1]), float(lengthscale),
+            float(variance), int(profile))
+
+
+def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """The hierarchical-kernel Gram K = σ² g(Σ_i d_i² / ℓ²) (SPEC §3), shape (N, M) (or (N, N) when V2 is None).
+
+    Arguments as ``numpy_backend.hier_gram``: V per-column coordinates, M (0/1) activity,
+    is_real, ω, πρ per column, profile 0 = RBF, 1 = Matérn 5/2.
+    """
+    if (V2 is None) != (M2 is None):
+        raise InvalidValueError("V2 and M2 must both be given or both be None", "V2", None)
+    kernels = _kernels()
+    cuda = _cuda()
+    n_dims = int(np.shape(V1)[1]) if len(np.shape(V1)) == 2 else None
+    V1, M1 = _hier_points(V1, M1, n_dims, "V1", "M1")
+    N = len(V1)
+    hyper = _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims)
+    if V2 is None:
+        K = cuda.device_array((N, N))
+        if N:
+            n_pairs = N * (N + 1) // 2
+            _launch(kernels.hier_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
+                    _cached(V1), _cached(M1), *hyper, K)
+        return _download(K)
+    V2, M2 = _hier_points(V2, M2, n_dims, "V2", "M2")
+    M = len(V2)
+    K = cuda.device_array((N, M))
+    if N and M:
+        grid, block = _grid_2d(N, M, kernels)
+        # V1/M1 are typically a batch of candidates (new every call), V2/M2 the observations
+        _launch(kernels.hier_gram_cross, grid, block, _per_call(V1), _per_call(M1), _cached(V2), _cached(M2),
+                *hyper, K)
+    return _download(K)
+
+
+def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """Weighted sums of the hierarchical Gram derivatives, without the N×N×n_dims tensor.
+
+    Each GPU thread adds its pairs' terms, each block its threads' (as :func:`fm_grad_reduction`).
+
+    Returns
+    -------
+    t : (n_dims,), u : (n_dims,), g_variance : float
+        as ``numpy_backend.hier_grad_reduction``: with Ω_ab = W_ab σ² g'(r²_ab)/ℓ²,
+        t_i = Σ_ab Ω_ab d_i², u_i = Σ_ab Ω_ab ∂d_i²/∂log ρ_i, g_variance = Σ W∘K.
+    """
+    kernels = _kernels()
+    n_dims = int(np.shape(V)[1]) if len(np.shape(V)) == 2 else None
+    V, M = _hier_points(V, M, n_dims, "V", "M")
+    N = len(V)
+    W = _square(W, N, "W")
+    if n_dims > kernels.MAX_HIER_DIMS:
+        raise BackendUnavailableError(f"the cuda hierarchical reduction supports up to {kernels.MAX_HIER_DIMS} "
+                                      f"encoded columns, got n_dims={n_dims}; use backend='cpp'")
+    hyper = _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims)
+    n_outputs = 2 * n_dims + 1
+    if N == 0:
+        totals = np.zeros(n_outputs)
+    else:
+        totals = _reduce_partials(kernels, kernels.hier_grad_reduction, N * (N + 1) // 2, n_outputs, _cached(V),
+                                  _cached(M), _per_call(W), *hyper)
+    return totals[:n_dims], totals[n_dims:2 * n_dims], float(totals[-1])

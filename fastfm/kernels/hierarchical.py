@@ -50,7 +50,7 @@ class Hierarchical(SpaceKernel):
         in column order), in (0, 1].
     lengthscale, variance : float
     *_bounds : (low, high) or "fixed"
-    backend : {"auto", "numpy", "cpp"}
+    backend : {"auto", "numpy", "cpp", "cuda"}
     """
 
     def __init__(self, space, base="matern52", gamma=0.9, rho=0.5, lengthscale=0.5, variance=1.0,
