@@ -148,6 +148,8 @@ _FM_SHAPES = {
     "fm_gram": (1, 3, 4),
     "fm_neighbour_gram_batch": (4, 3, 7),
     "fm_neighbour_gram": (4, 3, 6),
+    # the matrix-free K V: every pair's entry is computed once per call, whatever the number of vectors
+    "fm_gram_matvec": (1, 3, 5),
 }
 
 

@@ -824,3 +824,73 @@ def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, 
         totals = _reduce_partials(kernels, kernels.hier_grad_reduction, N * (N + 1) // 2, n_outputs, _cached(V),
                                   _cached(M), _per_call(W), *hyper)
     return totals[:n_dims], totals[n_dims:2 * n_dims], float(totals[-1])
+
+
+# ------------------------------------------------------- matrix-free K V
+# The large-N GP solver's product (fastfm/gp_large.py): device code in
+# _cuda_matvec_kernels.py, imported after _kernels() has checked availability.
+__all__ += ["fm_gram_matvec"]
+
+_matvec_kernels_module = None
+
+
+def _matvec_kernels():
+    """``_cuda_matvec_kernels`` (imports numba on first use, after the availability check of :func:`_kernels`)."""
+    global _matvec_kernels_module
+    if _matvec_kernels_module is None:
+        _kernels()
+        from . import _cuda_matvec_kernels
+        _matvec_kernels_module = _cuda_matvec_kernels
+    return _matvec_kernels_module
+
+
+def _vectors(V, rows):
+    """Validated (rows, r) float64 block of vectors (host or device)."""
+    if _on_device(V) is None:
+        V = np.ascontiguousarray(V, dtype=np.float64)
+    if len(V.shape) != 2 or V.shape[0] != rows:
+        raise InvalidValueError(f"V must have shape ({rows}, n_vectors), got {V.shape}", "V", V.shape)
+    return V
+
+
+def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
+    """K(X1, X2) V, shape (N, r), without storing K (C2/D2 None: the symmetric K(X1, X1)).
+
+    Each kernel entry (paper Eq. 5) is computed on the device and folded into
+    the product at once; only V (M, r) goes up and K V (N, r) comes back.  The
+    inputs that recur across the PCG iterations (the training points, tables,
+    hyperparameters) stay in the device cache; V changes every call.
+    """
+    if (C2 is None) != (D2 is None):
+        raise InvalidValueError("C2 and D2 must both be given or both be None", "C2", None)
+    kernels = _matvec_kernels()
+    cuda = _cuda()
+    N = len(D1)
+    C1, n_continuous = _continuous(C1, N, None, "C1")
+    D1 = _states(D1, N, spectra, "D1")
+    if C2 is None:
+        M = N
+        rows_C, rows_D = _cached(C1), _cached(D1)
+        columns_C, columns_D = rows_C, rows_D
+    else:
+        M = len(D2)
+        C2, _ = _continuous(C2, M, n_continuous, "C2")
+        D2 = _states(D2, M, spectra, "D2")
+        # as fm_gram: the rows are typically new points (predictions), the columns the observations
+        rows_C, rows_D = _per_call(C1), _per_call(D1)
+        columns_C, columns_D = _cached(C2), _cached(D2)
+    V = _vectors(V, M)
+    n_vectors = V.shape[1]
+    if N == 0 or M == 0 or n_vectors == 0:
+        return np.zeros((N, n_vectors))
+    out = cuda.device_array((N, n_vectors))
+    V_device = _per_call(V)
+    hyper = _hyper(spectra, alphas, betas, variance, modulation)
+    grid = _blocks(N, kernels.MATVEC_TILE_ROWS)
+    block = (kernels.MATVEC_TILE_COLUMNS, kernels.MATVEC_TILE_ROWS)
+    # the per-thread accumulator holds MAX_VECTORS sums: wider V goes in column chunks
+    for first in range(0, n_vectors, kernels.MAX_VECTORS):
+        last = min(n_vectors, first + kernels.MAX_VECTORS)
+        _launch(kernels.fm_gram_matvec, grid, block, rows_C, rows_D, columns_C, columns_D,
+                V_device[:, first:last], n_continuous, *hyper, float(modulation.exponent), out[:, first:last])
+    return _download(out)
