@@ -484,15 +484,20 @@ def _reduce_partials(kernels, kernel, n_pairs, n_outputs, *args, omega=None):
 
 
 # ----------------------------------------------------------------- FM kernel
-def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
-    """The FM Gram matrix, shape (N, M) (or (N, N) when C2 is None)."""
+def _fm_rows(C1, D1, C2, D2, spectra):
+    """(N, C1, n_continuous, D1) of an FM call on rows (C1, D1), checked; C2/D2 both given or both None."""
     if (C2 is None) != (D2 is None):
         raise InvalidValueError("C2 and D2 must both be given or both be None", "C2", None)
-    kernels = _kernels()
-    cuda = _cuda()
     N = len(D1)
     C1, n_continuous = _continuous(C1, N, None, "C1")
-    D1 = _states(D1, N, spectra, "D1")
+    return N, C1, n_continuous, _states(D1, N, spectra, "D1")
+
+
+def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
+    """The FM Gram matrix, shape (N, M) (or (N, N) when C2 is None)."""
+    kernels = _kernels()
+    cuda = _cuda()
+    N, C1, n_continuous, D1 = _fm_rows(C1, D1, C2, D2, spectra)
     hyper = _hyper(spectra, alphas, betas, variance, modulation)
     exponent = float(modulation.exponent)
     if C2 is None:
@@ -861,13 +866,9 @@ def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulati
     inputs that recur across the PCG iterations (the training points, tables,
     hyperparameters) stay in the device cache; V changes every call.
     """
-    if (C2 is None) != (D2 is None):
-        raise InvalidValueError("C2 and D2 must both be given or both be None", "C2", None)
     kernels = _matvec_kernels()
     cuda = _cuda()
-    N = len(D1)
-    C1, n_continuous = _continuous(C1, N, None, "C1")
-    D1 = _states(D1, N, spectra, "D1")
+    N, C1, n_continuous, D1 = _fm_rows(C1, D1, C2, D2, spectra)
     if C2 is None:
         M = N
         rows_C, rows_D = _cached(C1), _cached(D1)
