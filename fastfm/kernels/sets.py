@@ -24,7 +24,18 @@ k(x_(p), x'_(p)) over matched sorted positions p and O the mean over p ≠ q
 (the paper's Lemma 2 averages over *independent* subsets of X and X').  On the
 diagonal D = k(0) > O, so E[K̂(X, X)] > K_set(X, X).  The tests check this
 exact expectation by Monte Carlo.
+
+``SetKernel(subsample="independent")`` removes that bias off the diagonal.
+Each set keeps its own L sorted positions, drawn from the seed and a hash of
+the set's points (so K̂ is still a fixed, permutation-invariant function).
+For X ≠ X' the two subsets are independent uniform L-subsets over the draws,
+every pair (i, j) is kept with probability (L/m)², and E[K̂(X, X')] =
+K_set(X, X') (the paper's Lemma 2 setting).  K̂ = Φ̂Φ̂ᵀ with Φ̂(X) the mean
+embedding of X's subset, so it stays PSD.  The diagonal keeps its upward
+bias (1/L − 1/m)(k(0) − O_X), a set-dependent nugget.
 """
+import hashlib
+
 import numpy as np
 
 from .._backends import backend_function, get_backend, numpy_backend
@@ -47,7 +58,10 @@ def draw_subsample(seed, n_points, dim, n_subsample):
     return rng.standard_normal(dim), rng.permutation(n_points)[:n_subsample]
 
 
-def subsample_sets(X, n_subsample, seed):
+SUBSAMPLE_MODES = ("shared", "independent")
+
+
+def subsample_sets(X, n_subsample, seed, mode="shared"):
     """The subsets of the approximation K̂ (SPEC §4, paper Algorithm 1).
 
     Parameters
@@ -57,6 +71,12 @@ def subsample_sets(X, n_subsample, seed):
         L; with L ≥ m the sets are returned whole.
     seed : int
         Determines w ~ N(0, I_d) and the permutation π of the m positions.
+    mode : {"shared", "independent"}
+        "shared" (Algorithm 1, SPEC §4): every set keeps the same sorted positions π(1..L).
+        "independent": each set keeps its own L sorted positions, drawn from ``seed`` and the
+        set's content (so still a fixed, permutation-invariant function of the set); for two
+        different sets the subsets are then independent draws, which makes E[K̂(X, X')] =
+        K_set(X, X') exactly (module docstring).
 
     Returns
     -------
@@ -71,8 +91,33 @@ def subsample_sets(X, n_subsample, seed):
     # stable sort by the projection: ties (e.g. duplicated points) are broken by index,
     # and tied points are identical in the kernel anyway when they coincide
     order = np.argsort(X @ w, axis=1, kind="stable")
-    indices = order[:, positions]
+    if mode == "independent":
+        positions = _positions_per_set(np.take_along_axis(X, order[:, :, None], axis=1), n_subsample, seed)
+        indices = np.take_along_axis(order, positions, axis=1)
+    else:
+        indices = order[:, positions]
     return np.take_along_axis(X, indices[:, :, None], axis=1), indices
+
+
+def _positions_per_set(sorted_sets, n_subsample, seed):
+    """(N, L) sorted positions, one uniform L-subset per set, a function of (seed, the set's points).
+
+    Each set's points in projection order are hashed (BLAKE2b) with the seed; position p of set a
+    gets the key splitmix64(h_a + p·golden) and the L smallest keys win: a uniformly random L-subset
+    per set, the same whenever the same set comes back (in any order), independent across sets.
+    """
+    N, m, _ = sorted_sets.shape
+    seed_bytes = int(seed).to_bytes(8, "little", signed=True)
+    hashes = np.array([int.from_bytes(hashlib.blake2b(np.ascontiguousarray(points).tobytes(), digest_size=8,
+                                                      key=seed_bytes).digest(), "little")
+                       for points in sorted_sets], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = hashes[:, None] + np.arange(1, m + 1, dtype=np.uint64)[None, :] * np.uint64(0x9E3779B97F4A7C15)
+        # splitmix64 finaliser (Steele, Lea & Flood 2014): well-mixed 64-bit keys
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return np.sort(np.argsort(z, axis=1, kind="stable")[:, :n_subsample], axis=1)
 
 
 def _resolve_inner(inner, lengthscale, nu, variance, lengthscale_bounds, variance_bounds):
@@ -115,6 +160,10 @@ class SetKernel(Kernel):
     seed : int or None
         Seed of K̂'s projection and positions; None draws one at construction,
         so that the kernel is still one fixed function.
+    subsample : {"shared", "independent"}, default "shared"
+        "shared" is the paper's Algorithm 1: the same L sorted positions for every set.
+        "independent" draws each set's positions from the seed and the set's content:
+        K̂ is then unbiased off the diagonal (see the module docstring).
     lengthscale : float or array of shape (dim,)
         ℓ of the inner kernel (one value: isotropic; dim values: ARD).
     nu : {0.5, 1.5, 2.5}, default 2.5
@@ -147,7 +196,7 @@ class SetKernel(Kernel):
 
     def __init__(self, inner=None, n_subsample=None, seed=None, lengthscale=None, nu=None, variance=None,
                  lengthscale_bounds=None, variance_bounds=None, space=None, parameter=None,
-                 normalize=False, backend="auto"):
+                 normalize=False, backend="auto", subsample="shared"):
         lengthscale, nu, variance, lengthscale_bounds, variance_bounds = _resolve_inner(
             inner, lengthscale, nu, variance, lengthscale_bounds, variance_bounds)
         if nu not in numpy_backend.MATERN_ORDERS:
@@ -156,6 +205,10 @@ class SetKernel(Kernel):
                                         or n_subsample < 1):
             raise InvalidValueError(f"n_subsample must be None or a positive integer, got n_subsample={n_subsample!r}",
                                     "n_subsample", n_subsample)
+        if subsample not in SUBSAMPLE_MODES:
+            raise InvalidValueError(f"subsample must be one of {SUBSAMPLE_MODES}, got subsample={subsample!r}",
+                                    "subsample", subsample)
+        self.subsample = subsample
         self.lengthscale = lengthscale
         self.nu = nu
         self.variance = variance
@@ -233,14 +286,14 @@ class SetKernel(Kernel):
         return np.ascontiguousarray(np.broadcast_to(self._values("lengthscale", n), (d,)), dtype=np.float64)
 
     def _subsets(self, sets):
-        return subsample_sets(sets, self.n_subsample, self.seed)
+        return subsample_sets(sets, self.n_subsample, self.seed, self.subsample)
 
     # ---- hyperparameters ------------------------------------------------------------
     def _hyperparameter_specs(self):
         return [("lengthscale", int(np.size(self.lengthscale))), ("variance", 1)]
 
     def _static_key(self):
-        return (self.nu, self.n_subsample, self.seed, self.normalize)
+        return (self.nu, self.n_subsample, self.seed, self.normalize, self.subsample)
 
     def clone_with_seed(self, seed):
         """A copy whose K̂ uses a new draw of the projection and positions."""

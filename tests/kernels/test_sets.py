@@ -331,3 +331,55 @@ def test_spaceless_matern52_on_points_is_the_space_kernel(length_scale, rng):
     np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), free.gradient_reduction(X, W), rtol=1e-10)
     with pytest.raises(ff.exceptions.InvalidConfigError, match="X"):
         free(rng.random((5, 2)) if np.size(length_scale) > 1 else rng.random(5))
+
+
+# ---------------------------------------------------------------------------- independent subsets
+def test_independent_subsets_are_a_fixed_permutation_invariant_psd_kernel(backend, rng):
+    X = random_sets(rng, 8, 10, 2)
+    kernel = SetKernel(lengthscale=0.4, n_subsample=4, seed=3, subsample="independent", backend=backend)
+    K = kernel(X)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15)
+    assert np.linalg.eigvalsh(K).min() >= -1e-12
+    shuffled = X[:, rng.permutation(10)]
+    np.testing.assert_allclose(kernel(shuffled), K, rtol=1e-13)          # depends on the sets, not the order
+    np.testing.assert_allclose(K[0], K[2], rtol=1e-13)                    # X[2] is X[0] reordered
+    np.testing.assert_allclose(kernel(X[:3], X[3:]), K[:3, 3:], rtol=1e-13)
+    np.testing.assert_array_equal(kernel(X), K)                           # one fixed function
+    whole = SetKernel(lengthscale=0.4, n_subsample=10, seed=3, subsample="independent", backend=backend)(X)
+    np.testing.assert_allclose(whole, definition(X, X, 0.4, 2.5), rtol=1e-12)
+    # two sets keep different positions (the shared mode keeps the same ones)
+    _, indices = subsample_sets(X, 4, 3, "independent")
+    order = np.argsort(X @ draw_subsample(3, 10, 2, 4)[0], axis=1, kind="stable")
+    positions = [np.flatnonzero(np.isin(order[a], indices[a])) for a in range(8)]
+    assert any(not np.array_equal(positions[0], p) for p in positions[1:])
+    W = rng.normal(size=(8, 8))
+    W = W + W.T
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(kernel.gradient_reduction(X, W), fd, rtol=1e-6, atol=1e-8 * np.abs(fd).max())
+
+
+def test_independent_subsets_are_unbiased_off_the_diagonal(rng):
+    """Over seeds, the mean of K̂(X, X') is K_set(X, X') within a Monte-Carlo bound (4 standard errors);
+    the diagonal carries the exact bias (1/L − 1/m)(k(0) − O_X)."""
+    m, L, n_seeds = 8, 3, 3000
+    X = rng.random((3, m, 2))
+    lengthscale = 0.4
+    exact = definition(X, X, lengthscale, 2.5)
+    samples = np.array([SetKernel(lengthscale=lengthscale, n_subsample=L, seed=seed, subsample="independent",
+                                  backend="numpy")(X) for seed in range(n_seeds)])
+    mean, standard_error = samples.mean(axis=0), samples.std(axis=0, ddof=1) / np.sqrt(n_seeds)
+    off = ~np.eye(3, dtype=bool)
+    assert np.all(np.abs(mean - exact)[off] <= 4 * standard_error[off]), (mean - exact, standard_error)
+    for a in range(3):
+        k = numpy_backend.matern_profile(np.sum(((X[a][:, None] - X[a][None, :]) / lengthscale) ** 2, axis=2))[0]
+        others = (k.sum() - np.trace(k)) / (m * (m - 1))
+        expected_diagonal = exact[a, a] + (1.0 / L - 1.0 / m) * (1.0 - others)
+        assert abs(mean[a, a] - expected_diagonal) <= 4 * standard_error[a, a]
+        assert mean[a, a] - exact[a, a] > 4 * standard_error[a, a]      # the diagonal bias is real
+
+
+def test_bad_subsample_mode_is_rejected():
+    from fastfm.exceptions import InvalidValueError
+
+    with pytest.raises(InvalidValueError, match="subsample"):
+        SetKernel(n_subsample=3, subsample="per-set")
