@@ -129,6 +129,12 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
             compare(f"{label} fm_neighbour_gram_batch",
                     cuda.fm_neighbour_gram_batch(C2[:3], D2[:3], C, D, owner, var_index, new_state, *args),
                     numpy_backend.fm_neighbour_gram_batch(C2[:3], D2[:3], C, D, owner, var_index, new_state, *args))
+            V = rng.standard_normal((n_points, 3))
+            compare(f"{label} fm_gram_matvec symmetric", cuda.fm_gram_matvec(C, D, None, None, V, *args),
+                    numpy_backend.fm_gram_matvec(C, D, None, None, V, *args))
+            compare(f"{label} fm_gram_matvec cross", cuda.fm_gram_matvec(C2, D2, C, D, V, *args),
+                    numpy_backend.fm_gram_matvec(C2, D2, C, D, V, *args))
+    _check_hierarchical_parity(cuda, n_points, rng, compare)
     n_sets = n_points // 8 + 2
     A = rng.uniform(size=(n_sets, 12, 3))
     B = rng.uniform(size=(9, 7, 3))
@@ -147,6 +153,28 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
         compare(f"set_grad_reduction nu={nu} (vs finite differences)", cuda.set_grad_reduction(A, W, length_scale, nu),
                 numeric, scale)
     return failures
+
+
+def _check_hierarchical_parity(cuda, n_points, rng, compare):
+    """hier_gram (symmetric, cross) and hier_grad_reduction against the NumPy reference (SPEC §3)."""
+    from ..benchmarks.conditional import DeepBranch
+    from ..kernels import Hierarchical
+
+    space = DeepBranch().space
+    W = rng.standard_normal((n_points, n_points))
+    for base in ("matern52", "rbf"):
+        kernel = Hierarchical(space, base=base, gamma=0.7, rho=0.5, lengthscale=0.5)
+        V, M = kernel._inputs(space.sample_encoded(n_points, seed=3))
+        V2, M2 = kernel._inputs(space.sample_encoded(max(3, n_points // 4), seed=4))
+        args = kernel._args()
+        compare(f"hierarchical/{base} hier_gram symmetric", cuda.hier_gram(V, M, None, None, *args),
+                numpy_backend.hier_gram(V, M, None, None, *args))
+        compare(f"hierarchical/{base} hier_gram cross", cuda.hier_gram(V2, M2, V, M, *args),
+                numpy_backend.hier_gram(V2, M2, V, M, *args))
+        expected = np.concatenate([np.ravel(g) for g in numpy_backend.hier_grad_reduction(V, M, W, *args)])
+        actual = np.concatenate([np.ravel(g) for g in cuda.hier_grad_reduction(V, M, W, *args)])
+        compare(f"hierarchical/{base} hier_grad_reduction", actual, expected,
+                np.max(np.abs(expected), initial=0.0) + np.sum(np.abs(W)) * 1e-3)
 
 
 # ----------------------------------------------------------------- timings
@@ -187,9 +215,15 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
                 module.fm_gram(C, D, None, None, *args)
                 return module.fm_grad_reduction(C, D, W, *args)
 
+            V = np.random.default_rng(5).standard_normal((n, 1))
+
+            def matvec(module):
+                return module.fm_gram_matvec(C, D, None, None, V, *args)
+
             record(f"{space_name} N={n} Gram", {"cuda": gram, "cpp": gram, "numpy": gram}, n)
             record(f"{space_name} N={n} Gram+reduction",
                    {"cuda": gram_and_reduction, "cpp": gram_and_reduction, "numpy": gram_and_reduction}, n)
+            record(f"{space_name} N={n} K·v (matrix-free)", {"cuda": matvec, "cpp": matvec, "numpy": matvec}, n)
             del C, D, W
     if n_candidates:
         space = all_spaces["NAS-like"]
@@ -216,6 +250,27 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
     def has(name, function):
         return name in backends and hasattr(backends[name], function)
 
+    from ..benchmarks.conditional import DeepBranch
+    from ..kernels import Hierarchical
+
+    hier_space = DeepBranch().space
+    hier_kernel = Hierarchical(hier_space, gamma=0.7, rho=0.5, lengthscale=0.5)
+    for n in sizes:
+        HV, HM = hier_kernel._inputs(hier_space.sample_encoded(n, seed=0))
+        HW = np.random.default_rng(1).standard_normal((n, n))
+        hier_args = hier_kernel._args()
+
+        def hier_gram(module):
+            return module.hier_gram(HV, HM, None, None, *hier_args)
+
+        def hier_gram_and_reduction(module):
+            module.hier_gram(HV, HM, None, None, *hier_args)
+            return module.hier_grad_reduction(HV, HM, HW, *hier_args)
+
+        record(f"hierarchical N={n} Gram", {"cuda": hier_gram, "cpp": hier_gram, "numpy": hier_gram}, n)
+        record(f"hierarchical N={n} Gram+reduction", {"cuda": hier_gram_and_reduction, "cpp": hier_gram_and_reduction,
+                                                      "numpy": hier_gram_and_reduction}, n)
+        del HW
     record(f"set Gram {set_shape}", {"cuda": set_sum, "cpp": set_sum if has("cpp", "set_gram") else None,
                                      "numpy": set_sum if has("numpy", "set_gram") else None}, n_sets)
     record(f"set reduction {set_shape}",
