@@ -407,6 +407,10 @@ def main(argv=None):
     regression.add_argument("--seed", type=int, default=0)
     regression.add_argument("--cg-tol", type=float, default=None,
                             help="relative residual of the PCG solves (default: gp_large.DEFAULT_CG_OPTIONS)")
+    regression.add_argument("--cg-rank", type=int, default=None,
+                            help="rank of the pivoted-Cholesky preconditioner (default: gp_large.DEFAULT_CG_OPTIONS)")
+    regression.add_argument("--cg-max-iter", type=int, default=None,
+                            help="PCG iterations before giving up (default: gp_large.DEFAULT_CG_OPTIONS)")
     regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
     regression.add_argument("--subset-study", type=int, default=None, metavar="N",
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
@@ -451,7 +455,10 @@ def main(argv=None):
                                      tuple(p for p in args.peers.split(",") if p and p != "none"),
                                      args.sklearn_max_n, args.botorch_max_n, args.cg_sizes,
                                      emit=lambda line: print(line, flush=True),
-                                     cg_options=None if args.cg_tol is None else {"tol": args.cg_tol},
+                                     cg_options={key: value for key, value in (("tol", args.cg_tol),
+                                                                               ("rank", args.cg_rank),
+                                                                               ("max_iter", args.cg_max_iter))
+                                                 if value is not None} or None,
                                      fixed_noise=args.fixed_noise)
         return 0
 
