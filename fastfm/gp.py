@@ -61,9 +61,10 @@ _JITTER_SCHEDULE = tuple(10.0 ** e for e in range(-10, -3))
 _FAILED_OBJECTIVE = 1e25
 
 # L-BFGS-B settings per start.  ftol is relative: a start stops once an iteration improves −log p by less
-# than 1e-6·|log p| (3e-4 nats at N = 200), far below what matters for hyperparameters; measured on a
-# 6-continuous/20-discrete ModLap fit (N = 60 and 200, 11 starts) it halves the likelihood evaluations
-# against scipy's default 2.2e-9 and the best optimum moves by < 0.02 nats.  maxiter bounds flat ridges.
+# than 1e-5·|log p| (3e-3 nats at N = 200), far below what matters for hyperparameters.  Measured on the
+# NAS-like ModLap fit of the suggestion benchmark (N = 200, 11 starts, four data sets): 1e-6 → 1e-5 took
+# 20-25 % fewer likelihood evaluations and moved the best optimum by ≤ 0.05 nats (BENCHMARKS.md); scipy's
+# default 2.2e-9 took twice as many as 1e-6.  maxiter bounds flat ridges.
 _LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-5}
 
 # Predictive variances of at least this many points (and at least N) per call use v = L⁻¹k* as a
@@ -608,8 +609,8 @@ class GaussianProcessRegressor:
             screen_options = dict(_LBFGSB_OPTIONS, maxiter=_SCREEN_MAXITER) if racing else _LBFGSB_OPTIONS
 
             def run_start(start, options=screen_options):
-                # each start owns a kernel clone: the objective sets its theta
-                objective = self._objective(kernel, X, y_train, n_kernel)   # private state per start
+                # each start gets its own likelihood terms (no state shared between the threads)
+                objective = self._objective(kernel, X, y_train, n_kernel)
                 try:
                     result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds, options=options)
                 except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
