@@ -60,8 +60,8 @@ FASTFM_HOT void reduction_tile_f64(const fastfm::ReductionProblem<double>& pb, f
 
 FASTFM_HOT bool complete_reduction_registers_f64(const fastfm::FMPlan<double>& plan, const int64_t* v,
                                                  const int32_t* states, std::size_t ld, const double* arg,
-                                                 const double* wts, std::size_t count, double* omega, double* terms) {
-    return fastfm::complete_reduction_registers_any(plan, v, states, ld, arg, wts, count, omega, terms);
+                                                 const double* wts, std::size_t count, double* omega, double* sums) {
+    return fastfm::complete_reduction_registers_any(plan, v, states, ld, arg, wts, count, omega, sums);
 }
 
 FASTFM_HOT void cross_gradient_tile_f64(const fastfm::CrossGradientProblem<double>& pb,

@@ -16,9 +16,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "fastfm/common.hpp"
@@ -925,17 +927,17 @@ constexpr int kMaxRegisterVariables = 8;
 // nominal and f = 1/u (a_1 folded into σ²): F_p, ∂F_p/∂R and β∂F_p/∂β (see
 // factor_derivatives), the products of the other factors and the weighted
 // terms, all in registers for a compile-time P — the array passes of the
-// general path cost about as much as the arithmetic.  Per column j it writes
-// the terms of Σ W σ² Q_p ∂F_p/∂R R (terms[p·B + j]), of Σ W σ² Q_p dFb_p
-// (terms[(P+p)·B + j], to be scaled by −βμ_1), of Σ W K (terms[2P·B + j]) and
-// omega[j] = Σ_p W σ² Q_p ∂F_p/∂R.  (Per-lane terms rather than an OpenMP
-// array reduction: that privatises with alloca, which GCC will not inline.)
+// general path cost about as much as the arithmetic.  It returns the chunk's
+// sums Σ_j W σ² Q_p ∂F_p/∂R R (sums[p]), Σ_j W σ² Q_p dFb_p (sums[P + p], to be
+// scaled by −βμ_1) and Σ_j W K (sums[2P]), and writes omega[j] =
+// Σ_p W σ² Q_p ∂F_p/∂R for the lengthscale chain rule.  (Explicit vector
+// accumulators rather than an OpenMP array reduction: GCC privatises that
+// through memory, measured 3× slower.)
 template <typename T, int P>
 inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
                                          const int32_t* FASTFM_RESTRICT states, std::size_t ld,
                                          const T* FASTFM_RESTRICT arg, const T* FASTFM_RESTRICT wts,
-                                         std::size_t count, T* FASTFM_RESTRICT omega, T* FASTFM_RESTRICT terms) {
-    constexpr std::size_t B = Workspace<T>::B;
+                                         std::size_t count, T* FASTFM_RESTRICT omega, T* FASTFM_RESTRICT sums) {
     T alpha[P], c0[P], c1[P], inv_n[P], w_same[P], w_other[P], off_numerator[P];
     int32_t row_state[P];
     for (int p = 0; p < P; ++p) {
@@ -949,8 +951,69 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
         off_numerator[p] = var.beta_mu[1] * inv_n[p];
         row_state[p] = static_cast<int32_t>(v[p]);
     }
-#pragma GCC ivdep
-    for (std::size_t j = 0; j < count; ++j) {
+    T sum_alpha[P], sum_beta[P], sum_variance = T(0);
+    for (int p = 0; p < P; ++p) sum_alpha[p] = sum_beta[p] = T(0);
+    std::size_t j = 0;
+#if defined(__GNUC__)
+    // Eight columns at a time in GCC vector types, so that the 2P + 1 sums stay in vector registers
+    // (the autovectorised form wrote per-column terms that the caller then summed: a store and a load
+    // per term and column).  Same arithmetic, lane by lane, as the scalar loop below.
+    typedef T lanes __attribute__((vector_size(8 * sizeof(T))));
+    typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type mask_int;
+    typedef mask_int mask_lanes __attribute__((vector_size(8 * sizeof(mask_int))));
+    typedef int32_t state_lanes __attribute__((vector_size(8 * sizeof(int32_t))));
+    const lanes zero = {};
+    lanes acc_alpha[P], acc_beta[P], acc_variance = zero;
+    for (int p = 0; p < P; ++p) acc_alpha[p] = acc_beta[p] = zero;
+    for (; j + 8 <= count; j += 8) {
+        lanes r, running;
+        std::memcpy(&r, arg + j, sizeof r);
+        std::memcpy(&running, wts + j, sizeof running);  // running = W σ² Π_{q<p} F_q
+        lanes F[P], dF_dR[P], y[P];
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+            const lanes s = alpha[p] * r;
+            const lanes u0 = c0[p] + s, u1 = c1[p] + s;
+            const lanes inv = T(1) / (u0 * u1);
+            const lanes x0 = u1 * inv, x1 = u0 * inv;
+            state_lanes column_states;
+            std::memcpy(&column_states, states + p * ld + j, sizeof column_states);
+            const state_lanes row = (state_lanes{} + row_state[p]);
+            const mask_lanes same = __builtin_convertvector(column_states == row, mask_lanes);
+            const lanes w1 = same ? zero + w_same[p] : zero + w_other[p];
+            const lanes a = same ? zero + inv_n[p] : zero, b = same ? zero + w_same[p] : zero;
+            const lanes c = same ? zero : zero + off_numerator[p];
+            const lanes x0_sq = x0 * x0, x1_sq = x1 * x1;
+            F[p] = a * x0 + b * x1 + c * inv;
+            y[p] = w1 * x1_sq;
+            dF_dR[p] = -alpha[p] * (a * x0_sq + b * x1_sq + c * inv * (x0 + x1));
+        }
+        lanes suffix[P];
+        suffix[P - 1] = zero + T(1);
+#pragma GCC unroll 16
+        for (int p = P - 2; p >= 0; --p) suffix[p] = suffix[p + 1] * F[p + 1];
+        lanes omega_j = zero;
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+            const lanes weighted_others = running * suffix[p];
+            const lanes dK_dR = weighted_others * dF_dR[p];
+            omega_j += dK_dR;
+            acc_alpha[p] += dK_dR * r;
+            acc_beta[p] += weighted_others * y[p];
+            running *= F[p];
+        }
+        acc_variance += running;
+        std::memcpy(omega + j, &omega_j, sizeof omega_j);
+    }
+    for (int lane = 0; lane < 8; ++lane) {
+        for (int p = 0; p < P; ++p) {
+            sum_alpha[p] += acc_alpha[p][lane];
+            sum_beta[p] += acc_beta[p][lane];
+        }
+        sum_variance += acc_variance[lane];
+    }
+#endif
+    for (; j < count; ++j) {
         T F[P], dF_dR[P], y[P];
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
@@ -977,13 +1040,18 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
             const T weighted_others = running * suffix[p];
             const T dK_dR = weighted_others * dF_dR[p];
             omega_j += dK_dR;
-            terms[p * B + j] = dK_dR * arg[j];
-            terms[(P + p) * B + j] = weighted_others * y[p];
+            sum_alpha[p] += dK_dR * arg[j];
+            sum_beta[p] += weighted_others * y[p];
             running *= F[p];
         }
-        terms[2 * P * B + j] = running;
+        sum_variance += running;
         omega[j] = omega_j;
     }
+    for (int p = 0; p < P; ++p) {
+        sums[p] = sum_alpha[p];
+        sums[P + p] = sum_beta[p];
+    }
+    sums[2 * P] = sum_variance;
 }
 
 // Dispatch on P; false when P has no register kernel.  Reached through a
@@ -992,10 +1060,10 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
 template <typename T>
 bool complete_reduction_registers_any(const FMPlan<T>& plan, const int64_t* v, const int32_t* states,
                                       std::size_t ld, const T* arg, const T* wts, std::size_t count, T* omega,
-                                      T* terms) {
+                                      T* sums) {
     switch (plan.n_variables()) {
 #define FASTFM_REGISTER_CASE(P) \
-    case P: complete_reduction_registers<T, P>(plan, v, states, ld, arg, wts, count, omega, terms); return true;
+    case P: complete_reduction_registers<T, P>(plan, v, states, ld, arg, wts, count, omega, sums); return true;
         FASTFM_REGISTER_CASE(1)
         FASTFM_REGISTER_CASE(2)
         FASTFM_REGISTER_CASE(3)
@@ -1191,14 +1259,14 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
             }
             const int64_t* v = pb.rows_states + a * P;
             if (register_kernel) {
-                T* terms = ws.register_terms.data();
+                T* sums = ws.register_terms.data();
                 pb.register_kernel(plan, v, pb.cols->states.data() + js, pb.cols->n_points, arg, wts, count, omega,
-                                   terms);
+                                   sums);
                 for (std::size_t p = 0; p < P; ++p) {
-                    partial[Dc + p] += sum_of(terms + p * B, count);
-                    partial[Dc + P + p] -= plan.variables[p].beta_mu[1] * sum_of(terms + (P + p) * B, count);
+                    partial[Dc + p] += sums[p];
+                    partial[Dc + P + p] -= plan.variables[p].beta_mu[1] * sums[P + p];
                 }
-                partial[Dc + 2 * P] += sum_of(terms + 2 * P * B, count);
+                partial[Dc + 2 * P] += sums[2 * P];
             } else {
                 for (std::size_t p = 0; p < P; ++p)
                     beta_scale[p] = factor_derivatives(plan, plan.variables[p], static_cast<int>(v[p]),
