@@ -292,25 +292,36 @@ def run_set_benchmarks(shape=DEFAULT_SET_SHAPE, subsample=DEFAULT_SET_SUBSAMPLE,
               f"{row['numpy_gram_and_reduction_ms']:>13.1f}ms", file=file, flush=True)
 
 
+def hierarchical_inputs(n, seed=0, base="matern52"):
+    """Seeded inputs of the Hierarchical (SPEC §3) benchmarks on the DeepBranch space.
+
+    Returns
+    -------
+    V, M : (n, n_columns) embedding values and activity mask;  W : (n, n) symmetric reduction weights;
+    args : the backend arguments after (V, M[, V2, M2 | W]) of a Hierarchical kernel with γ = 0.7,
+        ρ = 0.5, lengthscale 0.5 and the ``base`` profile ("matern52" or "rbf").
+    """
+    from .benchmarks.conditional import DeepBranch
+    from .kernels import Hierarchical
+
+    space = DeepBranch().space
+    kernel = Hierarchical(space, base=base, gamma=0.7, rho=0.5, lengthscale=0.5)
+    V, M = kernel._inputs(space.sample_encoded(n, seed=seed))
+    A = np.random.default_rng(seed + 1).standard_normal((n, n))
+    return V, M, 0.5 * (A + A.T) / n, kernel._args()
+
+
 def run_hierarchical_benchmarks(sizes=(200, 500, 1000, 2000), repeat=5, backend="cpp", numpy_max_n=500,
                                 clock="wall", statistic="median", file=sys.stdout):
     """Time the Hierarchical (SPEC §3) Gram and Gram + fused reduction on the DeepBranch
     space, ``backend`` vs the NumPy reference (up to ``numpy_max_n`` points), same inputs."""
-    from .benchmarks.conditional import DeepBranch
-    from .kernels import Hierarchical
-
     fast, reference = get_backend(backend), get_backend("numpy")
-    space = DeepBranch().space
-    kernel = Hierarchical(space, gamma=0.7, rho=0.5, lengthscale=0.5)
     timing = {"clock": clock, "statistic": statistic}
     print(f"{'N':>5} {backend + ' Gram':>11} {'numpy Gram':>11} {'speed-up':>9} {'Gram+red':>10} "
           f"{'numpy G+r':>10} {'speed-up':>9}", file=file)
     rows = []
     for n in sizes:
-        V, M = kernel._inputs(space.sample_encoded(n, seed=0))
-        A = np.random.default_rng(1).standard_normal((n, n))
-        W = 0.5 * (A + A.T) / n
-        args = kernel._args()
+        V, M, W, args = hierarchical_inputs(n)
 
         def gram(module):
             return module.hier_gram(V, M, None, None, *args)

@@ -5,24 +5,12 @@ Inputs are seeded (``hierarchical_inputs``), so every backend and every commit s
 the same data.  A backend that is not available, or the NumPy reference on the
 largest sizes, raises ``NotImplementedError`` in ``setup`` (asv: skipped).
 """
-import numpy as np
-
 from fastfm._backends import available_backends, get_backend
-from fastfm.benchmarks.conditional import DeepBranch
-from fastfm.kernels import Hierarchical
+from fastfm.bench import hierarchical_inputs
 
 BACKENDS = ["cpp", "numpy", "cuda"]
 # Largest problem the NumPy reference is timed on (pairs): it holds N² × n_dims temporaries.
 NUMPY_MAX_PAIRS = 500 * 500
-
-
-def hierarchical_inputs(n, seed=0):
-    """(V, M, W, args) of a Hierarchical Matérn-5/2 kernel on the DeepBranch space, seeded."""
-    space = DeepBranch().space
-    kernel = Hierarchical(space, gamma=0.7, rho=0.5, lengthscale=0.5)
-    V, M = kernel._inputs(space.sample_encoded(n, seed=seed))
-    A = np.random.default_rng(seed + 1).standard_normal((n, n))
-    return V, M, 0.5 * (A + A.T) / n, kernel._args()
 
 
 class HierarchicalGram:

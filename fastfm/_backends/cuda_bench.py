@@ -157,16 +157,10 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
 
 def _check_hierarchical_parity(cuda, n_points, rng, compare):
     """hier_gram (symmetric, cross) and hier_grad_reduction against the NumPy reference (SPEC §3)."""
-    from ..benchmarks.conditional import DeepBranch
-    from ..kernels import Hierarchical
-
-    space = DeepBranch().space
-    W = rng.standard_normal((n_points, n_points))
+    W = rng.standard_normal((n_points, n_points))   # not symmetric: pairs use W_ab + W_ba
     for base in ("matern52", "rbf"):
-        kernel = Hierarchical(space, base=base, gamma=0.7, rho=0.5, lengthscale=0.5)
-        V, M = kernel._inputs(space.sample_encoded(n_points, seed=3))
-        V2, M2 = kernel._inputs(space.sample_encoded(max(3, n_points // 4), seed=4))
-        args = kernel._args()
+        V, M, _, args = bench.hierarchical_inputs(n_points, seed=3, base=base)
+        V2, M2, _, _ = bench.hierarchical_inputs(max(3, n_points // 4), seed=4, base=base)
         compare(f"hierarchical/{base} hier_gram symmetric", cuda.hier_gram(V, M, None, None, *args),
                 numpy_backend.hier_gram(V, M, None, None, *args))
         compare(f"hierarchical/{base} hier_gram cross", cuda.hier_gram(V2, M2, V, M, *args),
@@ -250,15 +244,8 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
     def has(name, function):
         return name in backends and hasattr(backends[name], function)
 
-    from ..benchmarks.conditional import DeepBranch
-    from ..kernels import Hierarchical
-
-    hier_space = DeepBranch().space
-    hier_kernel = Hierarchical(hier_space, gamma=0.7, rho=0.5, lengthscale=0.5)
     for n in sizes:
-        HV, HM = hier_kernel._inputs(hier_space.sample_encoded(n, seed=0))
-        HW = np.random.default_rng(1).standard_normal((n, n))
-        hier_args = hier_kernel._args()
+        HV, HM, HW, hier_args = bench.hierarchical_inputs(n)
 
         def hier_gram(module):
             return module.hier_gram(HV, HM, None, None, *hier_args)

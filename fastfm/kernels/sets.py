@@ -42,6 +42,7 @@ from .._backends import backend_function, get_backend, numpy_backend
 from ..exceptions import InvalidConfigError, InvalidValueError, SpaceDefinitionError
 from ._space_kernel import LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS
 from .base import Kernel, Product
+from .continuous import Matern52
 
 __all__ = ["SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel", "subsample_sets", "draw_subsample"]
 
@@ -122,8 +123,6 @@ def _positions_per_set(sorted_sets, n_subsample, seed):
 
 def _resolve_inner(inner, lengthscale, nu, variance, lengthscale_bounds, variance_bounds):
     """SetKernel's (lengthscale, nu, variance, bounds) from ``inner`` or the explicit arguments."""
-    from .continuous import Matern52, RBF   # noqa: F401 (RBF named in the message)
-
     if inner is None:
         return (0.5 if lengthscale is None else lengthscale, 2.5 if nu is None else nu,
                 1.0 if variance is None else variance,
@@ -133,11 +132,12 @@ def _resolve_inner(inner, lengthscale, nu, variance, lengthscale_bounds, varianc
         raise InvalidValueError(
             "inner must be a Matern52 built without a space, e.g. Matern52(length_scale=0.3) (the set sums are "
             f"compiled for Matérn inner kernels), got inner={inner!r}", "inner", inner)
-    given = [name for name, value in (("lengthscale", lengthscale), ("nu", nu),
-                                      ("lengthscale_bounds", lengthscale_bounds)) if value is not None]
+    given = {name: value for name, value in (("lengthscale", lengthscale), ("nu", nu),
+                                             ("lengthscale_bounds", lengthscale_bounds)) if value is not None}
     if given:
+        first = next(iter(given))
         raise InvalidValueError(f"give the inner kernel's {', '.join(given)} through inner=, not beside it",
-                                given[0], locals()[given[0]])
+                                first, given[first])
     return (np.array(inner.lengthscale, dtype=float) if np.ndim(inner.lengthscale) else float(inner.lengthscale),
             float(inner.nu), float(inner.variance) if variance is None else variance,
             inner.lengthscale_bounds,
@@ -238,8 +238,6 @@ class SetKernel(Kernel):
     def inner(self):
         """The inner kernel at the current hyperparameters, unit variance (σ² is this kernel's), or None
         when ν ≠ 5/2 (no kernel class of that order)."""
-        from .continuous import Matern52
-
         if self.nu != 2.5:
             return None
         return Matern52(length_scale=np.array(self.lengthscale, dtype=float) if np.ndim(self.lengthscale)
