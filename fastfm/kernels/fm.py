@@ -200,10 +200,7 @@ class FMKernel(_ModulatedKernel):
         C, D = self._scaled(X)
         extra = (True,) if symmetric_weights else ()
         g_ls, g_alpha, g_beta, g_var = self._backend_call(function_name, C, D, *weights, *self._args(), *extra)
-        _, dlog_c = self._normaliser()
-        # σ² = variance / Π c_p(β_p): the β_p gradient also moves σ²
-        g_beta = np.asarray(g_beta) - dlog_c * g_var
-        return np.concatenate([g_ls, g_alpha, g_beta, [g_var]])
+        return _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, self._normaliser()[1])
 
     def _likelihood_terms(self, X):
         return _FMLikelihoodTerms(self, X)
@@ -216,6 +213,16 @@ class FMKernel(_ModulatedKernel):
         _, dlog_c = self._normaliser()
         dK[:, :, Dc + P:Dc + 2 * P] -= dlog_c[None, None, :] * K[:, :, None]
         return K, dK
+
+
+def _fm_reduction_vector(g_lengthscale, g_alpha, g_beta, g_variance, dlog_normaliser):
+    """[log θ | log α | log β | log variance] gradients from the backend's sums.
+
+    σ² = variance / Π c_p(β_p) (module docstring), so moving β_p also moves σ²: the β gradient gets
+    −∂log Π c_p/∂log β_p times the σ² one.
+    """
+    g_beta = np.asarray(g_beta) - dlog_normaliser * g_variance
+    return np.concatenate([g_lengthscale, g_alpha, g_beta, [g_variance]])
 
 
 class _FMLikelihoodTerms:
@@ -261,9 +268,7 @@ class _FMLikelihoodTerms:
         C, args, dlog_c = self._at
         # W = ½(ααᵀ − K⁻¹) is symmetric: the C++ backend reads one triangle of it
         g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W, *args, True)
-        # σ² = variance / Π c_p(β_p): the β_p gradient also moves σ² (as FMKernel._reduction)
-        g_beta = np.asarray(g_beta) - dlog_c * g_var
-        return np.concatenate([g_ls, g_alpha, g_beta, [g_var]])[self.mask]
+        return _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)[self.mask]
 
 
 class ModLap(FMKernel):
