@@ -422,6 +422,8 @@ def main(argv=None):
                             help="rank of the pivoted-Cholesky preconditioner (default: gp_large.DEFAULT_CG_OPTIONS)")
     regression.add_argument("--cg-max-iter", type=int, default=None,
                             help="PCG iterations before giving up (default: gp_large.DEFAULT_CG_OPTIONS)")
+    regression.add_argument("--cg-block-size", type=int, default=None,
+                            help="PITC block size of the preconditioner, 1 = FITC diagonal (default: DEFAULT_CG_OPTIONS)")
     regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
     regression.add_argument("--subset-study", type=int, default=None, metavar="N",
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
@@ -468,7 +470,8 @@ def main(argv=None):
                                      emit=lambda line: print(line, flush=True),
                                      cg_options={key: value for key, value in (("tol", args.cg_tol),
                                                                                ("rank", args.cg_rank),
-                                                                               ("max_iter", args.cg_max_iter))
+                                                                               ("max_iter", args.cg_max_iter),
+                                                                               ("block_size", args.cg_block_size))
                                                  if value is not None} or None,
                                      fixed_noise=args.fixed_noise)
         return 0

@@ -308,7 +308,8 @@ class GaussianProcessRegressor:
         Largest N that ``method="auto"`` factorises exactly.
     cg_options : dict or None
         Overrides of ``fastfm.gp_large.DEFAULT_CG_OPTIONS`` (tol, max_iter,
-        rank, subset, n_probes).
+        rank, subset, n_probes, block_size: the PITC block size of the
+        preconditioner, 1 for the FITC diagonal).
 
     Attributes
     ----------

@@ -123,11 +123,11 @@ def test_pcg_matches_direct_solve_per_column_and_warm_start_helps():
     assert warm_info.converged and warm_info.n_iter < info.n_iter
 
 
-@pytest.mark.parametrize("rank", [0, 40])
-def test_cg_solution_matches_cholesky(rank):
+@pytest.mark.parametrize("rank, block_size", [(0, 1), (40, 1), (0, 64), (40, 64)])
+def test_cg_solution_matches_cholesky(rank, block_size):
     _, kernel, X, y, _, _ = _problem(400)
     noise = 0.01
-    options = gp_large.check_cg_options({"tol": 1e-11, "rank": rank, "max_iter": 2000})
+    options = gp_large.check_cg_options({"tol": 1e-11, "rank": rank, "max_iter": 2000, "block_size": block_size})
     solution, info, _ = gp_large.solve_system(kernel, X, noise, y[:, None], options)
     exact = np.linalg.solve(kernel(X) + noise * np.eye(len(y)), y)
     assert info.converged
@@ -141,14 +141,14 @@ def test_preconditioner_reduces_iterations():
     kernel = ff.kernels.ModLap(space, lengthscale=3.0, alpha=0.1, beta=20.0)
     counts = []
     for rank in (0, 100):
-        options = gp_large.check_cg_options({"tol": 1e-8, "rank": rank, "max_iter": 2000})
+        options = gp_large.check_cg_options({"tol": 1e-8, "rank": rank, "max_iter": 2000, "block_size": 1})
         counts.append(gp_large.solve_system(kernel, X, 1e-3, y[:, None], options)[1].n_iter)
     assert counts[1] < 0.6 * counts[0], counts   # measured: 125 (Jacobi, rank 0) vs 64 (rank 100)
 
 
 def test_cg_does_not_converge_raises_numerical_error():
     _, kernel, X, y, _, _ = _problem(200)
-    options = gp_large.check_cg_options({"tol": 1e-12, "rank": 0, "max_iter": 2})
+    options = gp_large.check_cg_options({"tol": 1e-12, "rank": 0, "max_iter": 2, "block_size": 1})
     with pytest.raises(ff.exceptions.NumericalError, match="max_iter=2"):
         gp_large.solve_system(kernel, X, 1e-4, y[:, None], options)
 
@@ -278,3 +278,50 @@ def test_regression_benchmark_runs_and_reports_every_model():
     assert "skipped" in methods[4]
     rmse = [float(row.split("|")[7]) for row in rows[:4]]
     assert all(0 < r < 5 for r in rmse)
+
+
+def test_pivot_blocks_partition_the_points_and_group_them_with_a_pivot():
+    _, kernel, X, _, _, _ = _problem(300)
+    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=12)
+    blocks = gp_large.pivot_blocks(L, pivots, 40)
+    together = np.concatenate(blocks)
+    assert sorted(together.tolist()) == list(range(300))
+    assert max(len(b) for b in blocks) == 40
+    # the order is by most correlated pivot: owners never decrease along the concatenated blocks
+    owner = np.argmax(kernel(X[pivots], X), axis=0)
+    assert np.all(np.diff(owner[together]) >= 0)
+
+
+def test_pitc_preconditioner_inverts_and_matches_k_on_its_blocks():
+    _, kernel, X, _, _, _ = _problem(120)
+    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=8)
+    pre = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 30)
+    K = kernel(X)
+    P = L.T @ L + 0.05 * np.eye(120)
+    for b in pre.blocks:
+        P[np.ix_(b, b)] = K[np.ix_(b, b)] + 0.05 * np.eye(len(b))
+    R = np.random.default_rng(1).standard_normal((120, 3))
+    np.testing.assert_allclose(pre.solve(R), np.linalg.solve(P, R), rtol=1e-8, atol=1e-10)
+
+
+def test_pitc_blocks_take_fewer_pcg_iterations_than_the_fitc_diagonal():
+    # hyperparameters like those fitted on the regression set (short lengthscales in three continuous
+    # dims, most discrete variables switched off by a large β, tiny noise): a slowly decaying spectrum
+    space, _, X, y, _, _ = _problem(600)
+    kernel = ff.kernels.ModLap(space, lengthscale=[11.4, 1.05, 0.47, 0.44, 0.44],
+                               alpha=[1e-4] * 6 + [0.41, 0.39, 1e-4, 1e-3], beta=[100, 41, 6, 5, 5] + [100] * 5)
+    noise = 1e-4
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=30)
+    fitc = gp_large.PivotedCholeskyPreconditioner(L, pivots, noise, residual)
+    pitc = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise, 150)
+    K = kernel(X)
+
+    def apply_A(V):
+        return K @ V + noise * V
+
+    b = (y - y.mean())[:, None]
+    x_fitc, info_fitc = gp_large.pcg(apply_A, b, fitc.solve, 1e-8, 1000)
+    x_pitc, info_pitc = gp_large.pcg(apply_A, b, pitc.solve, 1e-8, 1000)
+    assert info_fitc.converged and info_pitc.converged
+    np.testing.assert_allclose(x_pitc, x_fitc, rtol=1e-5, atol=1e-5 * np.max(np.abs(x_fitc)))
+    assert info_pitc.n_iter < 0.95 * info_fitc.n_iter, (info_pitc.n_iter, info_fitc.n_iter)
