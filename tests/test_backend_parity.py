@@ -44,6 +44,13 @@ EXTRA_SPACES = {
                             ff.Integer("i", 0, 6, normalized_laplacian=True),
                             ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)], normalized_laplacian=True)]),
 }
+# More than 8 variables mixing nominal and projector (ordinal, path, cycle) variables: the mixed vector
+# reduction kernel (fm.hpp, mixed_reduction_vectors), with variables of ≤ 8 states (permuted weights)
+# and > 8 (gathered).  Not in ALL_SPACES: see test_grad_reduction_of_many_mixed_variables.
+MANY_MIXED_SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", -1.0, 1.0)]
+                            + [ff.Categorical(f"c{i}", list(range(n))) for i, n in enumerate([2, 3, 5, 8, 4])]
+                            + [ff.Ordinal(f"o{i}", list(range(n))) for i, n in enumerate([3, 8, 9, 2, 6])]
+                            + [ff.Integer("i", 0, 10), ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)])])
 # 170 states: the projector table would exceed its size limit, eigenvectors are used instead
 HUGE_PATH_SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("big", 0, 169), ff.Categorical("c", [0, 1])])
 
@@ -288,6 +295,37 @@ def test_reduction_of_a_space_without_discrete_factors_beyond_one_state(cpp):
     scales = _reduction_scales(C, D, W, args)
     assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
                  np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
+
+
+@pytest.mark.parametrize("n", [29, 203])
+@pytest.mark.parametrize("symmetric_weights", [False, True])
+def test_grad_reduction_of_many_mixed_variables(cpp, modulation, n, symmetric_weights):
+    """P = 12 > 8 nominal, ordinal, path and cycle variables (the mixed vector kernel for f = a_1/u, the
+    general path otherwise), N with a partial last block of 8 columns; and from the argument (omega).
+    (The kernel-level comparison of test_kernels_agree_across_backends is left out: the β/σ² normaliser
+    correction of the nominal β gradients cancels beyond its rounding bound on this space, with either
+    reduction path.)"""
+    space = MANY_MIXED_SPACE
+    C, D = _inputs(space, n, seed=50)
+    args = _hyper(space, 51, modulation)
+    A = np.random.default_rng(52).standard_normal((n, n))
+    W = A + A.T if symmetric_weights else A
+    expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+    actual = cpp.fm_grad_reduction(C, D, W, *args, True) if symmetric_weights else cpp.fm_grad_reduction(C, D, W, *args)
+    scales = _reduction_scales(C, D, W, args)
+    assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
+                 np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
+    if symmetric_weights:
+        return
+    R = numpy_backend.continuous_argument(C, None, modulation.exponent)
+    g_alpha, g_beta, g_var, omega = numpy_backend.fm_reduction_from_argument(R, D, W, *args)
+    a_alpha, a_beta, a_var, a_omega = cpp.fm_reduction_from_argument(R, D, W, *args)
+    scales = _reduction_scales(C, D, W, args)
+    Dc, P = space.n_continuous, space.n_discrete
+    assert_close(a_alpha, g_alpha, scale=scales[Dc:Dc + P])
+    assert_close(a_beta, g_beta, scale=scales[Dc + P:Dc + 2 * P])
+    assert_close(a_var, g_var, scale=scales[-1])
+    assert_close(a_omega, omega)
 
 
 # ------------------------------------------------ neighbours and gradients

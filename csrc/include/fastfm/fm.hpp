@@ -82,6 +82,9 @@ constexpr std::size_t kMaxProjectorEntries = std::size_t(1) << 22;
 // Detecting a tridiagonal Laplacian costs O(n³) once per spectra.
 constexpr int kMaxTridiagonalDetectStates = 512;
 
+// Zeros after every projector table (see mixed_reduction_vectors).
+constexpr std::size_t kProjectorPadding = 8;
+
 template <typename T>
 struct VariableSpectrum {
     int n_states = 0;
@@ -190,7 +193,9 @@ class SpectralTables {
         }
         if (nn * static_cast<std::size_t>(n_groups) <= kMaxProjectorEntries) {
             // P_g[v, w] = Σ_{i in group g} U[v, i] U[w, i]   (graphs.py: GraphSpectrum.projector)
-            std::vector<T> table(nn * n_groups);
+            // kProjectorPadding trailing zeros: the mixed vector reduction kernel loads eight entries from
+            // any row of the table (and selects the first n of them).
+            std::vector<T> table(nn * n_groups + kProjectorPadding, T(0));
             for (int v = 0; v < n; ++v)
                 for (int g = 0; g < n_groups; ++g)
                     for (int w = 0; w < n; ++w)
@@ -928,8 +933,8 @@ constexpr int kMaxRegisterVariables = 8;
 // factor_derivatives), the products of the other factors and the weighted
 // terms, all in registers for a compile-time P — the array passes of the
 // general path cost about as much as the arithmetic.  It returns the chunk's
-// sums Σ_j W σ² Q_p ∂F_p/∂R R (sums[p]), Σ_j W σ² Q_p dFb_p (sums[P + p], to be
-// scaled by −βμ_1) and Σ_j W K (sums[2P]), and writes omega[j] =
+// sums Σ_j W σ² Q_p ∂F_p/∂R R (sums[p]), Σ_j W σ² Q_p β∂F_p/∂β (sums[P + p], i.e.
+// −βμ_1 Σ_j W σ² Q_p dFb_p) and Σ_j W K (sums[2P]), and writes omega[j] =
 // Σ_p W σ² Q_p ∂F_p/∂R for the lengthscale chain rule.  (Explicit vector
 // accumulators rather than an OpenMP array reduction: GCC privatises that
 // through memory, measured 3× slower.)
@@ -1049,18 +1054,218 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
     }
     for (int p = 0; p < P; ++p) {
         sums[p] = sum_alpha[p];
-        sums[P + p] = sum_beta[p];
+        sums[P + p] = -plan.variables[p].beta_mu[1] * sum_beta[p];
     }
     sums[2 * P] = sum_variance;
 }
 
-// Dispatch on P; false when P has no register kernel.  Reached through a
+// Largest number of variables of the mixed vector kernel (its per-variable vectors live on the stack).
+constexpr int kMaxVectorVariables = 32;
+
+// True when mixed_reduction_vectors handles the plan: f = a_1/u and every variable nominal (complete
+// graph, closed form) or with a projector table (ordinal / path graphs, small general graphs).
+template <typename T>
+inline bool mixed_reduction_applies(const FMPlan<T>& plan) {
+#if defined(__GNUC__) && !defined(__clang__)
+    const std::size_t P = plan.n_variables();
+    if (!plan.single_term || P == 0 || P > static_cast<std::size_t>(kMaxVectorVariables)) return false;
+    for (const VariablePlan<T>& var : plan.variables)
+        if (var.path != FactorPath::complete && !var.spectrum->has_projectors()) return false;
+    return true;
+#else
+    (void)plan;
+    return false;
+#endif
+}
+
+// The reduction kernel of complete_reduction_registers (same sums and omega, same arithmetic per
+// factor as factor_derivatives) for any number of variables up to kMaxVectorVariables that mixes
+// nominal variables (closed form) and projector variables (Σ_g P_g[v, w] (x, −x², −βμ_g x²), groups in
+// pairs sharing one division).  Eight columns at a time in GCC vector types: the per-variable
+// vectors (F, ∂F/∂R, β∂F/∂β, suffix products) and the 2P + 1 vector accumulators stay in L1 (the
+// general path writes n_variables × kColumnChunk arrays, which spill to L2, and makes P + 2 passes).
+// The weights P_g[v, ·] of a variable with ≤ 8 states are one vector permuted by the column states
+// (the table is padded, see kProjectorPadding); larger ones are gathered lane by lane.  The last,
+// partial block runs with zero weights (and state 0, argument 0) in the unused lanes, which add
+// exact zeros.  GCC only (mixed_reduction_applies).
+template <typename T>
+inline void mixed_reduction_vectors(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                    const int32_t* FASTFM_RESTRICT states, std::size_t ld,
+                                    const T* FASTFM_RESTRICT arg, const T* FASTFM_RESTRICT wts, std::size_t count,
+                                    T* FASTFM_RESTRICT omega, T* FASTFM_RESTRICT sums) {
+#if defined(__GNUC__) && !defined(__clang__)
+    typedef T lanes __attribute__((vector_size(8 * sizeof(T))));
+    typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type mask_int;
+    typedef mask_int mask_lanes __attribute__((vector_size(8 * sizeof(mask_int))));
+    typedef int32_t state_lanes __attribute__((vector_size(8 * sizeof(int32_t))));
+    constexpr int MaxP = kMaxVectorVariables;
+    const int P = static_cast<int>(plan.n_variables());
+    // per variable: closed form (complete) or projector sum
+    bool complete[MaxP];
+    T alpha[MaxP], c0[MaxP], c1[MaxP], inv_n[MaxP], w_same[MaxP], w_other[MaxP], off_numerator[MaxP],
+        beta_scale[MaxP];
+    int32_t row_state[MaxP];
+    int n_states[MaxP], n_groups[MaxP];
+    const T* weights[MaxP];  // P_g[v, ·] at weights[p] + g n
+    const T* shift[MaxP];
+    const T* beta_mu[MaxP];
+    for (int p = 0; p < P; ++p) {
+        const VariablePlan<T>& var = plan.variables[p];
+        const VariableSpectrum<T>& spec = *var.spectrum;
+        complete[p] = var.path == FactorPath::complete;
+        alpha[p] = var.alpha;
+        row_state[p] = static_cast<int32_t>(v[p]);
+        n_states[p] = spec.n_states;
+        n_groups[p] = spec.n_groups;
+        shift[p] = var.shift.data();
+        beta_mu[p] = var.beta_mu.data();
+        if (complete[p]) {
+            c0[p] = var.shift[0];
+            c1[p] = var.shift[1];
+            inv_n[p] = T(1) / T(spec.n_states);
+            w_same[p] = T(1) - inv_n[p];
+            w_other[p] = -inv_n[p];
+            off_numerator[p] = var.beta_mu[1] * inv_n[p];
+            beta_scale[p] = -var.beta_mu[1];
+            weights[p] = nullptr;
+        } else {
+            c0[p] = c1[p] = inv_n[p] = w_same[p] = w_other[p] = off_numerator[p] = T(0);
+            beta_scale[p] = T(1);
+            weights[p] = spec.projectors.data() + static_cast<std::size_t>(v[p]) * spec.n_groups * spec.n_states;
+        }
+    }
+    const lanes zero = {};
+    lanes acc_alpha[MaxP], acc_beta[MaxP], acc_variance = zero;
+    for (int p = 0; p < P; ++p) acc_alpha[p] = acc_beta[p] = zero;
+    lanes F[MaxP], dF_dR[MaxP], y[MaxP], suffix[MaxP];
+    for (std::size_t j = 0; j < count; j += 8) {
+        const std::size_t m = count - j < 8 ? count - j : 8;
+        const bool full = m == 8;
+        lanes r = zero, running = zero;  // running = W σ² Π_{q<p} F_q
+        if (full) {
+            std::memcpy(&r, arg + j, sizeof r);
+            std::memcpy(&running, wts + j, sizeof running);
+        } else {
+            for (std::size_t l = 0; l < m; ++l) {
+                r[l] = arg[j + l];
+                running[l] = wts[j + l];
+            }
+        }
+        for (int p = 0; p < P; ++p) {
+            state_lanes column_states = {};
+            if (full)
+                std::memcpy(&column_states, states + p * ld + j, sizeof column_states);
+            else
+                for (std::size_t l = 0; l < m; ++l) column_states[l] = states[p * ld + j + l];
+            const lanes s = alpha[p] * r;
+            if (complete[p]) {
+                // exact forms with selected coefficients, see multiply_factor / factor_derivatives
+                const lanes u0 = c0[p] + s, u1 = c1[p] + s;
+                const lanes inv = T(1) / (u0 * u1);
+                const lanes x0 = u1 * inv, x1 = u0 * inv;
+                const state_lanes row = (state_lanes{} + row_state[p]);
+                const mask_lanes same = __builtin_convertvector(column_states == row, mask_lanes);
+                const lanes w1 = same ? zero + w_same[p] : zero + w_other[p];
+                const lanes a = same ? zero + inv_n[p] : zero, b = same ? zero + w_same[p] : zero;
+                const lanes c = same ? zero : zero + off_numerator[p];
+                const lanes x0_sq = x0 * x0, x1_sq = x1 * x1;
+                F[p] = a * x0 + b * x1 + c * inv;
+                y[p] = w1 * x1_sq;
+                dF_dR[p] = -alpha[p] * (a * x0_sq + b * x1_sq + c * inv * (x0 + x1));
+                continue;
+            }
+            // Σ_g P_g[v, ·] (x, −x², −βμ_g x²), as factor_derivatives' projector branch
+            const int n = n_states[p], G = n_groups[p];
+            const T* table = weights[p];
+            const mask_lanes index = __builtin_convertvector(column_states, mask_lanes);
+            auto gather = [&](const T* row) {
+                lanes w;
+                if (n <= 8) {
+                    std::memcpy(&w, row, sizeof w);  // padded table: in bounds; lanes ≥ n not selected
+                    return __builtin_shuffle(w, index);
+                }
+                for (int l = 0; l < 8; ++l) w[l] = row[column_states[l]];
+                return w;
+            };
+            lanes f = zero, d = zero, b = zero;
+            int g = 0;
+            for (; g + 1 < G; g += 2) {
+                const lanes u_a = shift[p][g] + s, u_b = shift[p][g + 1] + s;
+                const lanes inv = T(1) / (u_a * u_b);
+                const lanes x_a = u_b * inv, x_b = u_a * inv;
+                const lanes wx_a = gather(table + g * n) * x_a, wx_b = gather(table + (g + 1) * n) * x_b;
+                const lanes wx2_a = wx_a * x_a, wx2_b = wx_b * x_b;
+                f += wx_a + wx_b;
+                d -= wx2_a + wx2_b;
+                b += -beta_mu[p][g] * wx2_a + -beta_mu[p][g + 1] * wx2_b;
+            }
+            if (g < G) {
+                const lanes x = T(1) / (shift[p][g] + s);
+                const lanes wx = gather(table + g * n) * x;
+                const lanes wx2 = wx * x;
+                f += wx;
+                d -= wx2;
+                b += -beta_mu[p][g] * wx2;
+            }
+            F[p] = f;
+            dF_dR[p] = d * alpha[p];
+            y[p] = b;
+        }
+        suffix[P - 1] = zero + T(1);
+        for (int p = P - 2; p >= 0; --p) suffix[p] = suffix[p + 1] * F[p + 1];
+        lanes omega_j = zero;
+        for (int p = 0; p < P; ++p) {
+            const lanes weighted_others = running * suffix[p];
+            const lanes dK_dR = weighted_others * dF_dR[p];
+            omega_j += dK_dR;
+            acc_alpha[p] += dK_dR * r;
+            acc_beta[p] += weighted_others * y[p];
+            running *= F[p];
+        }
+        acc_variance += running;
+        if (full)
+            std::memcpy(omega + j, &omega_j, sizeof omega_j);
+        else
+            for (std::size_t l = 0; l < m; ++l) omega[j + l] = omega_j[l];
+    }
+    T sum_variance = T(0);
+    for (int p = 0; p < P; ++p) {
+        T sum_alpha = T(0), sum_beta = T(0);
+        for (int lane = 0; lane < 8; ++lane) {
+            sum_alpha += acc_alpha[p][lane];
+            sum_beta += acc_beta[p][lane];
+        }
+        sums[p] = sum_alpha;
+        sums[P + p] = beta_scale[p] * sum_beta;
+    }
+    for (int lane = 0; lane < 8; ++lane) sum_variance += acc_variance[lane];
+    sums[2 * P] = sum_variance;
+#else
+    (void)plan, (void)v, (void)states, (void)ld, (void)arg, (void)wts, (void)count, (void)omega, (void)sums;
+#endif
+}
+
+// The kernels of the reduction tile: complete_reduction_registers (all nominal, P ≤ 8) or
+// mixed_reduction_vectors; false when neither applies (the general path then runs).
+template <typename T>
+inline bool reduction_kernel_applies(const FMPlan<T>& plan) {
+    return (plan.all_complete_single_term && plan.n_variables() <= static_cast<std::size_t>(kMaxRegisterVariables)) ||
+           mixed_reduction_applies(plan);
+}
+
+// Dispatch on P (mixed_reduction_vectors for mixed or larger spaces); false when no kernel
+// applies (reduction_kernel_applies).  Reached through a
 // function pointer (ReductionProblem::register_kernel): inlined into the big
 // reduction tile, GCC no longer vectorises the kernel's loop.
 template <typename T>
 bool complete_reduction_registers_any(const FMPlan<T>& plan, const int64_t* v, const int32_t* states,
                                       std::size_t ld, const T* arg, const T* wts, std::size_t count, T* omega,
                                       T* sums) {
+    if (!plan.all_complete_single_term || plan.n_variables() > static_cast<std::size_t>(kMaxRegisterVariables)) {
+        if (!mixed_reduction_applies(plan)) return false;
+        mixed_reduction_vectors(plan, v, states, ld, arg, wts, count, omega, sums);
+        return true;
+    }
     switch (plan.n_variables()) {
 #define FASTFM_REGISTER_CASE(P) \
     case P: complete_reduction_registers<T, P>(plan, v, states, ld, arg, wts, count, omega, sums); return true;
@@ -1177,8 +1382,8 @@ struct ReductionProblem {
     std::size_t N = 0;
     T* omega = nullptr;    // (N, N) output when R is given
     std::vector<T>* tile_partials = nullptr;  // n_tiles × n_components
-    // All-nominal register kernel (see complete_reduction_registers_any); the
-    // bindings substitute an ISA-dispatched instantiation.
+    // Register / vector kernels (complete_reduction_registers_any: all nominal with P ≤ 8, or
+    // mixed_reduction_vectors); the bindings substitute an ISA-dispatched instantiation.
     bool (*register_kernel)(const FMPlan<T>&, const int64_t*, const int32_t*, std::size_t, const T*, const T*,
                             std::size_t, T*, T*) = &complete_reduction_registers_any<T>;
     std::size_t n_components() const { return plan->n_continuous + 2 * plan->n_variables() + 1; }
@@ -1218,8 +1423,7 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     T* FASTFM_RESTRICT chain = ws.chain.data();
     T* FASTFM_RESTRICT beta_scale = ws.beta_scale.data();
     const T sigma2 = plan.derivative_variance;
-    const bool register_kernel =
-        plan.all_complete_single_term && plan.n_variables() <= static_cast<std::size_t>(kMaxRegisterVariables);
+    const bool register_kernel = reduction_kernel_applies(plan);
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {
         const std::size_t j1 = std::min(N, j0 + B);
@@ -1264,7 +1468,7 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
                                    sums);
                 for (std::size_t p = 0; p < P; ++p) {
                     partial[Dc + p] += sums[p];
-                    partial[Dc + P + p] -= plan.variables[p].beta_mu[1] * sums[P + p];
+                    partial[Dc + P + p] += sums[P + p];
                 }
                 partial[Dc + 2 * P] += sums[2 * P];
             } else {
