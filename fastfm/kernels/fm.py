@@ -25,7 +25,9 @@ so positive definiteness and the frequency modulation principle (FM-P3: every
 factor ≥ 0, the kernel decreasing in the continuous distance) carry over
 unchanged; ``tests/kernels/test_fm_principle.py`` checks both on one.
 """
+import contextlib
 import math
+import weakref
 
 import numpy as np
 
@@ -71,20 +73,124 @@ class _ModulatedKernel(SpaceKernel):
 
     def _diag_factors(self, D):
         """Π_p F_p(v, v, s=0) for each row: the Gram diagonal divided by σ²."""
-        table = self._memo("diag_tables", self._compute_diag_tables)
+        table = self._memo("diag_tables", self._compute_diag_tables)[0]
         return np.prod(table[np.arange(table.shape[0]), D], axis=1)
 
     def _compute_diag_tables(self):
-        """F_p(v, v, 0) = Σ_i U_p[v,i]² f(λ_i, 0 | β_p), as an (n_variables, max states) table."""
-        spectra = self.space.packed_spectra
-        betas = self._betas()
-        table = np.ones((spectra.n_variables, int(spectra.n_states.max(initial=1))))
-        for p in range(spectra.n_variables):
-            spectrum = self.space.graphs[p]
-            f = self._modulation.value(spectrum.group_values, 0.0, betas[p])
-            table[p, :spectrum.n_states] = np.einsum("vi,vi,i->v", spectrum.eigenvectors, spectrum.eigenvectors,
-                                                      np.repeat(f, np.diff(spectrum.group_starts)))
-        return table
+        return _zero_distance_tables(self.space, self._modulation, self._betas())
+
+    def _zero_distance_log_derivatives(self, D):
+        """e_p(v_a) of ``_zero_distance_tables`` for each row, shape (N, P)."""
+        dlog_table = self._memo("diag_tables", self._compute_diag_tables)[1]
+        return dlog_table[np.arange(dlog_table.shape[0]), D]
+
+    def _zero_distance_share(self, D, w_diag, variance=None, tables=None):
+        """The a = b pairs' share of (Σ W ∂K/∂log β_p with σ² = variance/Π c_p, Σ W∘K); see
+        ``_zero_distance_tables``.  ``variance``/``tables`` default to the kernel's own."""
+        if tables is None:
+            tables = self._memo("diag_tables", self._compute_diag_tables)
+            variance = self._effective_variance()
+        diag_table, dlog_table = tables
+        rows = np.arange(diag_table.shape[0])
+        weighted = w_diag * (variance * np.prod(diag_table[rows, D], axis=1))   # W_aa K_aa
+        return weighted @ dlog_table[rows, D], float(np.sum(weighted))
+
+
+def _zero_distance_tables(space, modulation, betas):
+    """Per variable p and state v: F_p(v, v, 0) and e_p(v) = ∂log(F_p(v, v, 0)/c_p)/∂log β_p.
+
+    Both as (n_variables, max states) tables.  A pair at zero continuous distance in the same state
+    (every a = b pair of a Gram) has ∂K_ab/∂log β_p = K_ab·e_p(v) once σ² = variance/Π c_p moves with β_p
+    (module docstring).  Written as ∂F_p/∂log β_p − (∂log c_p/∂log β_p)·F_p, the two terms are each of
+    the size of K_aa (the largest entries of K) and cancel exactly whenever the projector diagonals
+    x_g(v) = P_g[v, v] are constant (= |g|/n: complete graphs, cycles, any vertex-transitive graph),
+    because then F_p(v, v, 0) = c_p for every v.  So e_p is formed from the deviations
+    d_g(v) = x_g(v) − |g|/n alone (they sum to 0 over g since Σ_g P_g = I):
+
+        e_p(v) = (c_p Σ_g d_g h_g − c'_p Σ_g d_g f_g) / (c_p F_p(v, v, 0)),
+        f_g = f(μ_g, 0 | β_p),  h_g = β_p ∂f(μ_g, 0 | β_p)/∂β_p,  c_p = Σ_g (|g|/n) f_g,  c'_p = Σ_g (|g|/n) h_g,
+
+    which is exactly 0 for those graphs.  Deviations within the rounding of the eigenvectors
+    (|d_g| ≤ 64 n ε; a complete graph's are 0 by construction) are set to 0: F_p evaluated from
+    these eigenvectors cannot resolve them either.
+    """
+    projector_diagonals, deviations = _projector_diagonal_deviations(space.packed_spectra, space.graphs)
+    spectra = space.packed_spectra
+    beta_per_group = np.repeat(betas, np.diff(spectra.group_offsets))
+    f_packed, _, h_packed = modulation.derivatives(spectra.group_values, 0.0, beta_per_group)
+    f, h = _padded_by_variable(f_packed, spectra), _padded_by_variable(h_packed, spectra)   # (P, max groups)
+    shares = _padded_by_variable(spectra.group_sizes / np.repeat(spectra.n_states, np.diff(spectra.group_offsets)),
+                                 spectra)
+    c, dc = np.sum(shares * f, axis=1), np.sum(shares * h, axis=1)
+    diag_table = np.einsum("pvg,pg->pv", projector_diagonals, f)
+    numerator = c[:, None] * np.einsum("pvg,pg->pv", deviations, h) - dc[:, None] * np.einsum("pvg,pg->pv", deviations, f)
+    padding = diag_table == 0.0                       # states beyond n_p (a real F_p(v, v, 0) is > 0)
+    diag_table[padding] = 1.0
+    return diag_table, numerator / (c[:, None] * diag_table)
+
+
+def _padded_by_variable(packed, spectra):
+    """Per-group values of the packed spectra as a (P, max groups) array, zero-padded."""
+    sizes = np.diff(spectra.group_offsets)
+    out = np.zeros((len(sizes), int(sizes.max(initial=1))))
+    out[np.repeat(np.arange(len(sizes)), sizes), np.arange(len(packed)) - np.repeat(spectra.group_offsets[:-1], sizes)] = packed
+    return out
+
+
+# PackedSpectra -> (projector diagonals x_g(v), deviations d_g(v)), each (P, max states, max groups): they
+# depend on the graphs only (spaces cache their PackedSpectra, so this runs once per space).
+_projector_diagonal_cache = weakref.WeakKeyDictionary()
+
+
+def _projector_diagonal_deviations(spectra, graphs):
+    try:
+        return _projector_diagonal_cache[spectra]
+    except (KeyError, TypeError):
+        pass
+    P = len(graphs)
+    n_max = max([g.n_states for g in graphs], default=1)
+    g_max = max([g.n_groups for g in graphs], default=1)
+    diagonals, deviations = np.zeros((P, n_max, g_max)), np.zeros((P, n_max, g_max))
+    for p, spectrum in enumerate(graphs):
+        n, G = spectrum.n_states, spectrum.n_groups
+        x = np.add.reduceat(spectrum.eigenvectors ** 2, spectrum.group_starts[:-1], axis=1)   # (n, G)
+        if spectrum.is_complete:
+            x = np.tile(np.diff(spectrum.group_starts) / n, (n, 1))
+        deviation = x - np.diff(spectrum.group_starts) / n
+        deviation[np.abs(deviation) <= 64.0 * n * np.finfo(float).eps] = 0.0
+        diagonals[p, :n, :G], deviations[p, :n, :G] = x, deviation
+    try:
+        _projector_diagonal_cache[spectra] = (diagonals, deviations)
+    except TypeError:
+        pass
+    return diagonals, deviations
+
+
+def _set_zero_distance_beta_derivatives(dK_beta, K, log_derivatives):
+    """dK_beta[a, a, p] = K_aa e_p(v_a): the a = b entries of ∂K/∂log β_p without the cancellation of
+    ``_zero_distance_tables`` (exactly 0 for nominal variables)."""
+    diagonal = np.arange(K.shape[0])
+    dK_beta[diagonal, diagonal, :] = K[diagonal, diagonal, None] * log_derivatives
+
+
+def _weights_without_diagonal(W):
+    """(a copy of W with a zero diagonal, diag(W)): the a = b pairs are summed by ``_zero_distance_share``."""
+    off_diagonal = np.array(W, dtype=np.float64, order="C", copy=True)
+    w_diag = off_diagonal.diagonal().copy()
+    np.fill_diagonal(off_diagonal, 0.0)
+    return off_diagonal, w_diag
+
+
+@contextlib.contextmanager
+def _diagonal_zeroed_in_place(W):
+    """W with its diagonal set to 0 inside the block and restored bit for bit after it (for a W the caller
+    owns and nobody else reads meanwhile: the GP likelihood's temporary); yields diag(W)."""
+    w_diag = W.diagonal().copy()
+    np.fill_diagonal(W, 0.0)
+    try:
+        yield w_diag
+    finally:
+        np.fill_diagonal(W, w_diag)
 
 class FMKernel(_ModulatedKernel):
     """The generalised FM family of Prop. 1: f(λ, s) = Σ_n a_n (1 + βλ + α·d^t)^(−n).
@@ -186,13 +292,29 @@ class FMKernel(_ModulatedKernel):
         return K, dK / self._values("lengthscale", self.space.n_continuous)[None, None, :]
 
     def _full_reduction(self, X, W):
-        return self._reduction("fm_grad_reduction", X, W)
+        return self._reduction_split_at_the_diagonal(X, W, symmetric_weights=False)
 
     def _full_reduction_symmetric(self, X, W):
-        return self._reduction("fm_grad_reduction", X, W, symmetric_weights=True)
+        return self._reduction_split_at_the_diagonal(X, W, symmetric_weights=True)
+
+    def _reduction_split_at_the_diagonal(self, X, W, symmetric_weights):
+        """The backend sums the a ≠ b pairs, ``_zero_distance_share`` the a = b ones (no cancellation in
+        the β gradients there, see ``_zero_distance_tables``); W itself is not modified."""
+        W_off, w_diag = _weights_without_diagonal(W)
+        vector = self._reduction("fm_grad_reduction", X, W_off, symmetric_weights=symmetric_weights)
+        _, D = self._split(X)
+        P, Dc = self.space.n_discrete, self.space.n_continuous
+        diag_beta, diag_variance = self._zero_distance_share(D, w_diag)
+        vector[Dc + P:Dc + 2 * P] += diag_beta
+        vector[-1] += diag_variance
+        return vector
 
     def _low_rank_reduction(self, X, U, Z):
-        """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp_large)."""
+        """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp_large).
+
+        Here the a = b pairs stay in the backend's sums (splitting them off needs W): the nominal β
+        gradients then carry rounding of the size of ε Σ_a |W_aa K_aa ∂log c_p/∂log β_p|, far below
+        the noise of the stochastic estimator these weights come from."""
         return self._reduction("fm_grad_reduction_low_rank", X, U, Z)
 
     def _reduction(self, function_name, X, *weights, symmetric_weights=False):
@@ -212,6 +334,7 @@ class FMKernel(_ModulatedKernel):
         P, Dc = self.space.n_discrete, self.space.n_continuous
         _, dlog_c = self._normaliser()
         dK[:, :, Dc + P:Dc + 2 * P] -= dlog_c[None, None, :] * K[:, :, None]
+        _set_zero_distance_beta_derivatives(dK[:, :, Dc + P:Dc + 2 * P], K, self._zero_distance_log_derivatives(D))
         return K, dK
 
 
@@ -261,14 +384,23 @@ class _FMLikelihoodTerms:
         normaliser, dlog_c = self.kernel._normaliser_at(betas)
         args = (self.spectra, alphas, betas, math.exp(values[-1]) / normaliser, self.modulation)
         C = np.ascontiguousarray(self.C / lengthscale)
-        self._at = (C, args, dlog_c)
+        self._at = (C, args, dlog_c, betas)
         return self._gram(C, self.D, None, None, *args)
 
     def reduction(self, W):
-        C, args, dlog_c = self._at
-        # W = ½(ααᵀ − K⁻¹) is symmetric: the C++ backend reads one triangle of it
-        g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W, *args, True)
-        return _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)[self.mask]
+        C, args, dlog_c, betas = self._at
+        # The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal).  W is the GP's
+        # temporary ½(ααᵀ − K⁻¹), so its diagonal is zeroed in place and restored, not copied.
+        with _diagonal_zeroed_in_place(W) as w_diag:
+            # W is symmetric: the C++ backend reads one triangle of it
+            g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W, *args, True)
+        vector = _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)
+        tables = _zero_distance_tables(self.kernel.space, self.modulation, betas)
+        diag_beta, diag_variance = self.kernel._zero_distance_share(self.D, w_diag, args[3], tables)
+        Dc, P = self.n_continuous, self.n_discrete
+        vector[Dc + P:Dc + 2 * P] += diag_beta
+        vector[-1] += diag_variance
+        return vector[self.mask]
 
 
 class ModLap(FMKernel):
@@ -356,9 +488,12 @@ class GraphKernel(_ModulatedKernel):
 
     def _full_reduction(self, X, W):
         C, D = self._no_continuous(X)
-        _, _, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W, *self._args())
+        # the a = b pairs apart, as FMKernel._reduction_split_at_the_diagonal
+        W_off, w_diag = _weights_without_diagonal(W)
+        _, _, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W_off, *self._args())
         _, dlog_c = self._normaliser()
-        return np.concatenate([np.asarray(g_beta) - dlog_c * g_var, [g_var]])
+        diag_beta, diag_variance = self._zero_distance_share(D, w_diag)
+        return np.concatenate([np.asarray(g_beta) - dlog_c * g_var + diag_beta, [g_var + diag_variance]])
 
     def _full_gradient(self, X):
         from .._backends import numpy_backend
@@ -368,6 +503,7 @@ class GraphKernel(_ModulatedKernel):
         _, dlog_c = self._normaliser()
         dK = dK[:, :, P:]  # drop the (meaningless) α block: [β (P), variance]
         dK[:, :, :P] -= dlog_c[None, None, :] * K[:, :, None]
+        _set_zero_distance_beta_derivatives(dK[:, :, :P], K, self._zero_distance_log_derivatives(D))
         return K, dK
 
 
