@@ -14,6 +14,15 @@ positive-definiteness and FM principle) that keeps ``variance`` on the scale
 of standardised y whatever the β_p: without it a Gram diagonal can be
 (1/17)^5 on Ackley5C and σ² would need to span ten decades.
 
+Because σ² moves with β_p, ∂K_ab/∂log β_p = σ² Q_p ∂F_p/∂log β_p −
+(∂log c_p/∂log β_p)·K_ab.  On the Gram diagonal (a = b, zero distance) the
+two terms cancel exactly for a nominal variable (F_p(v, v, 0) = c_p), and
+they are the largest terms of the gradient sums: on a 12-variable space
+Σ_ab |W_ab ∂K_ab/∂log β_p| was 4·10⁻⁵ of them, so summing them in floating
+point lost ~4 digits.  The gradient reductions therefore sum the a ≠ b pairs in the
+backend and add the a = b pairs from ``_zero_distance_tables``, where the
+cancellation is done analytically.
+
 On a conditional space (SPEC §3) the FM kernels need nothing of their own:
 the ``Space`` encoding already gives every inactive value a defined place
 (see ``fastfm.space.space``).  An inactive continuous dimension is encoded
@@ -84,16 +93,17 @@ class _ModulatedKernel(SpaceKernel):
         dlog_table = self._memo("diag_tables", self._compute_diag_tables)[1]
         return dlog_table[np.arange(dlog_table.shape[0]), D]
 
-    def _zero_distance_share(self, D, w_diag, variance=None, tables=None):
-        """The a = b pairs' share of (Σ W ∂K/∂log β_p with σ² = variance/Π c_p, Σ W∘K); see
-        ``_zero_distance_tables``.  ``variance``/``tables`` default to the kernel's own."""
-        if tables is None:
-            tables = self._memo("diag_tables", self._compute_diag_tables)
-            variance = self._effective_variance()
-        diag_table, dlog_table = tables
-        rows = np.arange(diag_table.shape[0])
-        weighted = w_diag * (variance * np.prod(diag_table[rows, D], axis=1))   # W_aa K_aa
-        return weighted @ dlog_table[rows, D], float(np.sum(weighted))
+    def _zero_distance_share(self, D, w_diag):
+        """``_zero_distance_share`` at the kernel's own hyperparameters (K_aa from the diagonal tables)."""
+        K_diag = self._effective_variance() * self._diag_factors(D)
+        return _zero_distance_share(D, w_diag * K_diag, self._memo("diag_tables", self._compute_diag_tables)[1])
+
+
+def _zero_distance_share(D, weighted_diagonal, dlog_table):
+    """The a = b pairs' share of (Σ_ab W_ab ∂K_ab/∂log β_p with σ² = variance/Π c_p, Σ_ab W_ab K_ab), given
+    weighted_diagonal = W_aa K_aa and the e_p(v) table of ``_zero_distance_tables``."""
+    e = dlog_table[np.arange(dlog_table.shape[0]), D]                            # (N, P)
+    return weighted_diagonal @ e, float(np.sum(weighted_diagonal))
 
 
 def _zero_distance_tables(space, modulation, betas):
@@ -114,56 +124,66 @@ def _zero_distance_tables(space, modulation, betas):
     (|d_g| ≤ 64 n ε; a complete graph's are 0 by construction) are set to 0: F_p evaluated from
     these eigenvectors cannot resolve them either.
     """
-    projector_diagonals, deviations = _projector_diagonal_deviations(space.packed_spectra, space.graphs)
-    spectra = space.packed_spectra
-    beta_per_group = np.repeat(betas, np.diff(spectra.group_offsets))
-    f_packed, _, h_packed = modulation.derivatives(spectra.group_values, 0.0, beta_per_group)
-    f, h = _padded_by_variable(f_packed, spectra), _padded_by_variable(h_packed, spectra)   # (P, max groups)
-    shares = _padded_by_variable(spectra.group_sizes / np.repeat(spectra.n_states, np.diff(spectra.group_offsets)),
-                                 spectra)
-    c, dc = np.sum(shares * f, axis=1), np.sum(shares * h, axis=1)
-    diag_table = np.einsum("pvg,pg->pv", projector_diagonals, f)
-    numerator = c[:, None] * np.einsum("pvg,pg->pv", deviations, h) - dc[:, None] * np.einsum("pvg,pg->pv", deviations, f)
-    padding = diag_table == 0.0                       # states beyond n_p (a real F_p(v, v, 0) is > 0)
-    diag_table[padding] = 1.0
+    layout = _zero_distance_layout(space.packed_spectra, space.graphs)
+    P, n_groups = layout.shares.shape
+    f_packed, _, h_packed = modulation.derivatives(layout.group_values, 0.0, np.repeat(betas, layout.groups_per_variable))
+    f, h = np.zeros(P * n_groups), np.zeros(P * n_groups)
+    f[layout.scatter], h[layout.scatter] = f_packed, h_packed
+    f, h = f.reshape(P, n_groups), h.reshape(P, n_groups)                       # (P, max groups), zero-padded
+    c, dc = np.sum(layout.shares * f, axis=1), np.sum(layout.shares * h, axis=1)
+    diag_table = np.matmul(layout.projector_diagonals, f[:, :, None])[:, :, 0]
+    numerator = np.matmul(layout.deviations, (c[:, None] * h - dc[:, None] * f)[:, :, None])[:, :, 0]
+    diag_table[layout.padding] = 1.0                  # states beyond n_p: neutral entries, never indexed
     return diag_table, numerator / (c[:, None] * diag_table)
 
 
-def _padded_by_variable(packed, spectra):
-    """Per-group values of the packed spectra as a (P, max groups) array, zero-padded."""
-    sizes = np.diff(spectra.group_offsets)
-    out = np.zeros((len(sizes), int(sizes.max(initial=1))))
-    out[np.repeat(np.arange(len(sizes)), sizes), np.arange(len(packed)) - np.repeat(spectra.group_offsets[:-1], sizes)] = packed
-    return out
+class _ZeroDistanceLayout:
+    """What ``_zero_distance_tables`` needs of the graphs alone, as (P, max states, max groups) arrays:
+    the projector diagonals x_g(v), their deviations d_g(v) from |g|/n, the shares |g|/n (P, max groups),
+    and where the packed per-group values go in a (P, max groups) array."""
+
+    def __init__(self, spectra, graphs):
+        P = len(graphs)
+        n_max = max([g.n_states for g in graphs], default=1)
+        g_max = max([g.n_groups for g in graphs], default=1)
+        self.projector_diagonals, self.deviations = np.zeros((P, n_max, g_max)), np.zeros((P, n_max, g_max))
+        self.shares = np.zeros((P, g_max))
+        self.padding = np.ones((P, n_max), dtype=bool)
+        for p, spectrum in enumerate(graphs):
+            n, G = spectrum.n_states, spectrum.n_groups
+            share = np.diff(spectrum.group_starts) / n
+            if spectrum.is_complete:   # P_0 = 11ᵀ/n, P_1 = I − 11ᵀ/n: exactly constant diagonals
+                x = np.tile(share, (n, 1))
+            else:
+                x = np.add.reduceat(spectrum.eigenvectors ** 2, spectrum.group_starts[:-1], axis=1)   # (n, G)
+            deviation = x - share
+            deviation[np.abs(deviation) <= 64.0 * n * np.finfo(float).eps] = 0.0
+            self.projector_diagonals[p, :n, :G], self.deviations[p, :n, :G] = x, deviation
+            self.shares[p, :G] = share
+            self.padding[p, :n] = False
+        # False when every graph has constant projector diagonals (nominal-only spaces): every e_p is 0
+        self.has_deviations = bool(np.any(self.deviations))
+        self.group_values = spectra.group_values
+        self.groups_per_variable = np.diff(spectra.group_offsets)
+        self.scatter = (np.repeat(np.arange(P) * g_max - spectra.group_offsets[:-1], self.groups_per_variable)
+                        + np.arange(len(spectra.group_values)))
 
 
-# PackedSpectra -> (projector diagonals x_g(v), deviations d_g(v)), each (P, max states, max groups): they
-# depend on the graphs only (spaces cache their PackedSpectra, so this runs once per space).
-_projector_diagonal_cache = weakref.WeakKeyDictionary()
+# PackedSpectra -> _ZeroDistanceLayout (spaces cache their PackedSpectra: built once per space)
+_zero_distance_layouts = weakref.WeakKeyDictionary()
 
 
-def _projector_diagonal_deviations(spectra, graphs):
+def _zero_distance_layout(spectra, graphs):
     try:
-        return _projector_diagonal_cache[spectra]
+        return _zero_distance_layouts[spectra]
     except (KeyError, TypeError):
         pass
-    P = len(graphs)
-    n_max = max([g.n_states for g in graphs], default=1)
-    g_max = max([g.n_groups for g in graphs], default=1)
-    diagonals, deviations = np.zeros((P, n_max, g_max)), np.zeros((P, n_max, g_max))
-    for p, spectrum in enumerate(graphs):
-        n, G = spectrum.n_states, spectrum.n_groups
-        x = np.add.reduceat(spectrum.eigenvectors ** 2, spectrum.group_starts[:-1], axis=1)   # (n, G)
-        if spectrum.is_complete:
-            x = np.tile(np.diff(spectrum.group_starts) / n, (n, 1))
-        deviation = x - np.diff(spectrum.group_starts) / n
-        deviation[np.abs(deviation) <= 64.0 * n * np.finfo(float).eps] = 0.0
-        diagonals[p, :n, :G], deviations[p, :n, :G] = x, deviation
+    layout = _ZeroDistanceLayout(spectra, graphs)
     try:
-        _projector_diagonal_cache[spectra] = (diagonals, deviations)
-    except TypeError:
+        _zero_distance_layouts[spectra] = layout
+    except TypeError:  # not weak-referenceable: just don't cache
         pass
-    return diagonals, deviations
+    return layout
 
 
 def _set_zero_distance_beta_derivatives(dK_beta, K, log_derivatives):
@@ -184,11 +204,16 @@ def _weights_without_diagonal(W):
 @contextlib.contextmanager
 def _diagonal_zeroed_in_place(W):
     """W with its diagonal set to 0 inside the block and restored bit for bit after it (for a W the caller
-    owns and nobody else reads meanwhile: the GP likelihood's temporary); yields diag(W)."""
+    owns and nobody else reads meanwhile: the GP likelihood's temporary); yields (that W, diag(W)).  A read-only
+    W is copied instead."""
+    if not W.flags.writeable:
+        off_diagonal, w_diag = _weights_without_diagonal(W)
+        yield off_diagonal, w_diag
+        return
     w_diag = W.diagonal().copy()
     np.fill_diagonal(W, 0.0)
     try:
-        yield w_diag
+        yield W, w_diag
     finally:
         np.fill_diagonal(W, w_diag)
 
@@ -372,7 +397,7 @@ class _FMLikelihoodTerms:
         self._grad_reduction = backend_function(backend, "fm_grad_reduction")
         self.spectra = space.packed_spectra
         self.modulation = kernel._modulation
-        self._at = None     # (scaled C, backend hyperparameter arguments, ∂log Π c_p/∂log β) at the last θ
+        self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K) at the last θ
 
     def gram(self, theta):
         values = self.log_values.copy()
@@ -384,19 +409,24 @@ class _FMLikelihoodTerms:
         normaliser, dlog_c = self.kernel._normaliser_at(betas)
         args = (self.spectra, alphas, betas, math.exp(values[-1]) / normaliser, self.modulation)
         C = np.ascontiguousarray(self.C / lengthscale)
-        self._at = (C, args, dlog_c, betas)
-        return self._gram(C, self.D, None, None, *args)
+        K = self._gram(C, self.D, None, None, *args)
+        self._at = (C, args, dlog_c, betas, K.diagonal().copy())   # the caller may add noise to K's diagonal
+        return K
 
     def reduction(self, W):
-        C, args, dlog_c, betas = self._at
+        C, args, dlog_c, betas, K_diag = self._at
         # The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal).  W is the GP's
         # temporary ½(ααᵀ − K⁻¹), so its diagonal is zeroed in place and restored, not copied.
-        with _diagonal_zeroed_in_place(W) as w_diag:
+        with _diagonal_zeroed_in_place(W) as (W_off, w_diag):
             # W is symmetric: the C++ backend reads one triangle of it
-            g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W, *args, True)
+            g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W_off, *args, True)
         vector = _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)
-        tables = _zero_distance_tables(self.kernel.space, self.modulation, betas)
-        diag_beta, diag_variance = self.kernel._zero_distance_share(self.D, w_diag, args[3], tables)
+        space = self.kernel.space
+        if _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations:
+            _, dlog_table = _zero_distance_tables(space, self.modulation, betas)
+            diag_beta, diag_variance = _zero_distance_share(self.D, w_diag * K_diag, dlog_table)
+        else:
+            diag_beta, diag_variance = 0.0, float(np.sum(w_diag * K_diag))
         Dc, P = self.n_continuous, self.n_discrete
         vector[Dc + P:Dc + 2 * P] += diag_beta
         vector[-1] += diag_variance
