@@ -45,29 +45,31 @@ DEFAULT_LOG_PRIORS = {
 }
 
 
-def default_hyperparameter_prior(kernel):
+def default_hyperparameter_prior(kernel, overrides=None):
     """A ``GaussianLogPrior`` over ``[kernel.theta, log noise]`` from ``DEFAULT_LOG_PRIORS``.
 
     Hyperparameters are matched by name (composite kernels' ``k1__`` prefixes are
     ignored); an unknown name gets a prior centred in its log bounds with a quarter
-    of their width as std.
+    of their width as std.  ``overrides`` maps names to (mean, std) pairs that
+    replace the defaults.
     """
     from .gp import GaussianLogPrior
 
+    table = {**DEFAULT_LOG_PRIORS, **(overrides or {})}
     mean, std = [], []
     for h in kernel.hyperparameters:
         if h.fixed:
             continue
         key = h.name.split("__")[-1]
-        if key in DEFAULT_LOG_PRIORS:
-            m, s = DEFAULT_LOG_PRIORS[key]
+        if key in table:
+            m, s = table[key]
             mean += [m] * h.n_elements
             std += [s] * h.n_elements
         else:
             log_bounds = np.log(np.asarray(h.bounds, dtype=float))
             mean += list(log_bounds.mean(axis=1))
             std += list((log_bounds[:, 1] - log_bounds[:, 0]) / 4.0)
-    m, s = DEFAULT_LOG_PRIORS["noise"]
+    m, s = table["noise"]
     return GaussianLogPrior(np.array(mean + [m]), np.array(std + [s]))
 
 

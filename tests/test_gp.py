@@ -404,3 +404,43 @@ def test_many_point_predictions_use_the_inverse_factor_and_agree_with_the_solve(
     mu, sigma = gp.predict_standardized(Xs)
     np.testing.assert_allclose(sigma, np.concatenate([gp.predict_standardized(Xs[i:i + 100])[1]
                                                       for i in range(0, 600, 100)]), rtol=1e-9, atol=1e-10)
+
+
+class _UniformStarts:
+    """The old restart distribution (uniform in the log bounds), as a flat ``theta_prior``."""
+
+    def sample(self, rng, n, bounds):
+        return rng.uniform(bounds[:, 0], bounds[:, 1], size=(n, len(bounds)))
+
+    def __call__(self, theta):
+        return 0.0, np.zeros_like(theta)
+
+
+def test_restart_distribution_starts_beta_strong_within_the_bounds():
+    from fastfm.benchmarks.regression import make_mixed_regression
+    from fastfm.gp import restart_distribution
+
+    space = make_mixed_regression(5, 1)[0]
+    kernel = ff.kernels.ModLap(space)
+    names = [h.name for h in kernel.hyperparameters for _ in range(h.n_elements)]
+    distribution = restart_distribution(kernel)
+    mean = np.asarray(distribution.mean)
+    assert mean.shape == (kernel.n_theta + 1,)
+    np.testing.assert_allclose(mean[[n == "beta" for n in names] + [False]], np.log(20.0))
+    bounds = np.vstack([kernel.bounds, [np.log(1e-6), 0.0]])
+    draws = distribution.sample(np.random.default_rng(0), 500, bounds)
+    assert np.all(draws >= bounds[:, 0]) and np.all(draws <= bounds[:, 1])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_restarts_escape_the_white_noise_plateau(seed):
+    # On the mixed regression set, starts with weak graph smoothing (β ≈ 1) or drawn uniformly in the
+    # wide log bounds mostly end on the plateau where the kernel is ≈ δ(x, x') and y is all noise;
+    # the default restarts (β started strong) reach optima ~50 nats higher.
+    from fastfm.benchmarks.regression import make_mixed_regression
+
+    space, X, y, _, _ = make_mixed_regression(200, 10, seed=seed)
+    default = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=3, random_state=0).fit(X, y)
+    uniform = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=3, random_state=0,
+                                          theta_prior=_UniformStarts()).fit(X, y)
+    assert default.log_marginal_likelihood_value_ > uniform.log_marginal_likelihood_value_ + 20.0
