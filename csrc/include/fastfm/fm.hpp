@@ -1303,7 +1303,8 @@ struct FusedChunk {
 // the argument R = Σ_d (c_ad − c_jd)² from the coordinates (squared_distances, continuous_argument),
 // the weights wscale × W from W's row (no wts array), and instead of writing omega the chain sums
 // Σ_j ω_j (c_ad − c_jd)² in vector accumulators (sums[2P + 1 + d]; the caller scales them by −2 as
-// reduction_tile's chain pass).  The last, partial block runs with zero weights in the unused lanes
+// reduction_tile's chain pass; for DC = 1 that sum is Σ_j ω_j R_j, the sum of the α sums, and no
+// ω is formed).  The last, partial block runs with zero weights in the unused lanes
 // (exact zeros, as mixed_reduction_vectors).  Same per-factor arithmetic, except that −α is folded
 // into the ∂F/∂R coefficients and the selects pick finished terms (rounding only).
 template <typename T, int P, int DC>
@@ -1411,8 +1412,9 @@ inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTF
             running *= F[p];
         }
         acc_variance += running;
+        // DC = 1: Σ_j ω_j (c_a − c_j)² = Σ_j ω_j R_j = Σ_p sums[p], taken from the α sums below
 #pragma GCC unroll 8
-        for (int d = 0; d < DC; ++d) acc_chain[d] += omega_j * diff_sq[d];
+        for (int d = 0; d < (DC >= 2 ? DC : 0); ++d) acc_chain[d] += omega_j * diff_sq[d];
     }
     T sum_variance = T(0);
     for (int p = 0; p < P; ++p) {
@@ -1426,7 +1428,12 @@ inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTF
     }
     for (int lane = 0; lane < 8; ++lane) sum_variance += acc_variance[lane];
     sums[2 * P] = sum_variance;
-    for (int d = 0; d < DC; ++d) {
+    if (DC == 1) {
+        T sum_d = T(0);
+        for (int p = 0; p < P; ++p) sum_d += sums[p];
+        sums[2 * P + 1] = sum_d;
+    }
+    for (int d = 0; d < (DC >= 2 ? DC : 0); ++d) {
         T sum_d = T(0);
         for (int lane = 0; lane < 8; ++lane) sum_d += acc_chain[d][lane];
         sums[2 * P + 1 + d] = sum_d;
