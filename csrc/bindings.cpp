@@ -64,6 +64,12 @@ FASTFM_HOT bool complete_reduction_registers_f64(const fastfm::FMPlan<double>& p
     return fastfm::complete_reduction_registers_any(plan, v, states, ld, arg, wts, count, omega, sums);
 }
 
+FASTFM_HOT void complete_reduction_fused_f64(const fastfm::FMPlan<double>& plan, const int64_t* v,
+                                             const int32_t* states, std::size_t ld,
+                                             const fastfm::FusedChunk<double>& chunk, double* sums) {
+    fastfm::complete_reduction_fused_any(plan, v, states, ld, chunk, sums);
+}
+
 FASTFM_HOT void cross_gradient_tile_f64(const fastfm::CrossGradientProblem<double>& pb,
                                         fastfm::Workspace<double>& ws, std::size_t a0, std::size_t a1) {
     fastfm::cross_gradient_tile(pb, ws, a0, a1);
@@ -321,6 +327,7 @@ py::tuple symmetric_reduction(const DoubleArray& C, const IndexArray& D, const T
         pb.cols = &cols;
         pb.N = static_cast<std::size_t>(N);
         pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+        pb.fused_kernel = &fastfm_dispatch::complete_reduction_fused_f64;
         set_weights(pb);
         sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
     }

@@ -299,6 +299,28 @@ def test_reduction_of_a_space_without_discrete_factors_beyond_one_state(cpp):
                  np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
 
 
+@pytest.mark.parametrize("n_continuous", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("states", [(4,), (17, 17, 17, 17, 17), (3, 5, 4, 2, 6, 3, 7, 2)], ids=["P1", "P5", "P8"])
+@pytest.mark.parametrize("symmetric_weights", [False, True])
+def test_grad_reduction_of_nominal_spaces(cpp, n_continuous, states, symmetric_weights):
+    """All-nominal spaces under ModLap (t = 2): the fused register kernel for n_continuous ≤ 3 (its
+    argument, weights and chain sums in the vector loop), the unfused one beyond; N with a partial
+    last block of 8 columns and several column chunks."""
+    space = ff.Space([ff.Real(f"x{d}", -1.0, 1.0) for d in range(n_continuous)]
+                     + [ff.Categorical(f"h{p}", list(range(n))) for p, n in enumerate(states)])
+    for n in (29, 203):
+        C, D = _inputs(space, n, seed=60)
+        args = _hyper(space, 61, Modulation())
+        A = np.random.default_rng(62).standard_normal((n, n))
+        W = A + A.T if symmetric_weights else A
+        expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+        actual = (cpp.fm_grad_reduction(C, D, W, *args, True) if symmetric_weights
+                  else cpp.fm_grad_reduction(C, D, W, *args))
+        scales = _reduction_scales(C, D, W, args)
+        assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
+                     np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]), scale=scales)
+
+
 @pytest.mark.parametrize("n", [29, 203])
 @pytest.mark.parametrize("symmetric_weights", [False, True])
 def test_grad_reduction_of_many_mixed_variables(cpp, modulation, n, symmetric_weights):

@@ -1282,6 +1282,208 @@ bool complete_reduction_registers_any(const FMPlan<T>& plan, const int64_t* v, c
     }
 }
 
+// Continuous dimensions that complete_reduction_fused handles in its vector loop.
+constexpr int kMaxFusedContinuous = 3;
+
+// One row chunk of the symmetric reduction for complete_reduction_fused: the row's scaled
+// coordinates and the chunk's coordinate columns (n_continuous ≤ kMaxFusedContinuous), and the
+// pair weights wscale × w[j] (lane 0 halved when halve_first: the diagonal pair counts once).
+template <typename T>
+struct FusedChunk {
+    const T* row = nullptr;                            // row[d], d < n_continuous
+    const T* columns[kMaxFusedContinuous] = {};        // coordinate(d) + js
+    const T* w = nullptr;
+    T wscale = T(1);
+    bool halve_first = false;
+    std::size_t count = 0;
+};
+
+// complete_reduction_registers with the passes around it folded into its vector loop, for the
+// symmetric reduction with exponent t = 2 and DC ≤ kMaxFusedContinuous continuous dimensions:
+// the argument R = Σ_d (c_ad − c_jd)² from the coordinates (squared_distances, continuous_argument),
+// the weights wscale × W from W's row (no wts array), and instead of writing omega the chain sums
+// Σ_j ω_j (c_ad − c_jd)² in vector accumulators (sums[2P + 1 + d]; the caller scales them by −2 as
+// reduction_tile's chain pass; for DC = 1 that sum is Σ_j ω_j R_j, the sum of the α sums, and no
+// ω is formed).  The last, partial block runs with zero weights in the unused lanes
+// (exact zeros, as mixed_reduction_vectors).  Same per-factor arithmetic, except that −α is folded
+// into the ∂F/∂R coefficients and the selects pick finished terms (rounding only).
+template <typename T, int P, int DC>
+inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                     const int32_t* FASTFM_RESTRICT states, std::size_t ld,
+                                     const FusedChunk<T>& chunk, T* FASTFM_RESTRICT sums) {
+#if defined(__GNUC__) && !defined(__clang__)
+    typedef T lanes __attribute__((vector_size(8 * sizeof(T))));
+    typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type mask_int;
+    typedef mask_int mask_lanes __attribute__((vector_size(8 * sizeof(mask_int))));
+    typedef int32_t state_lanes __attribute__((vector_size(8 * sizeof(int32_t))));
+    constexpr int NC = DC > 0 ? DC : 1;
+    T alpha[P], c0[P], c1[P], inv_n[P], w_same[P], w_other[P], off_numerator[P], d_same0[P], d_same1[P], d_other[P];
+    int32_t row_state[P];
+    for (int p = 0; p < P; ++p) {
+        const VariablePlan<T>& var = plan.variables[p];
+        alpha[p] = var.alpha;
+        c0[p] = var.shift[0];
+        c1[p] = var.shift[1];
+        inv_n[p] = T(1) / T(var.spectrum->n_states);
+        w_same[p] = T(1) - inv_n[p];
+        w_other[p] = -inv_n[p];
+        off_numerator[p] = var.beta_mu[1] * inv_n[p];
+        d_same0[p] = -alpha[p] * inv_n[p];
+        d_same1[p] = -alpha[p] * w_same[p];
+        d_other[p] = -alpha[p] * off_numerator[p];
+        row_state[p] = static_cast<int32_t>(v[p]);
+    }
+    T row[NC];
+    const T* columns[NC];
+    for (int d = 0; d < NC; ++d) {
+        row[d] = d < DC ? chunk.row[d] : T(0);
+        columns[d] = d < DC ? chunk.columns[d] : nullptr;
+    }
+    const lanes zero = {};
+    lanes acc_alpha[P], acc_beta[P], acc_variance = zero, acc_chain[NC];
+    for (int p = 0; p < P; ++p) acc_alpha[p] = acc_beta[p] = zero;
+    for (int d = 0; d < NC; ++d) acc_chain[d] = zero;
+    lanes scale = zero + chunk.wscale;
+    if (chunk.halve_first) scale[0] *= T(0.5);
+    const std::size_t count = chunk.count;
+    const T* FASTFM_RESTRICT w = chunk.w;
+    for (std::size_t j = 0; j < count; j += 8) {
+        const std::size_t m = count - j < 8 ? count - j : 8;
+        const bool full = m == 8;
+        lanes running = zero, diff_sq[NC];  // running = W σ² Π_{q<p} F_q
+        lanes r = zero;
+        if (full) {
+            std::memcpy(&running, w + j, sizeof running);
+#pragma GCC unroll 8
+            for (int d = 0; d < DC; ++d) {
+                lanes col;
+                std::memcpy(&col, columns[d] + j, sizeof col);
+                const lanes diff = row[d] - col;
+                diff_sq[d] = diff * diff;
+                r += diff_sq[d];
+            }
+        } else {
+            for (std::size_t l = 0; l < m; ++l) running[l] = w[j + l];
+#pragma GCC unroll 8
+            for (int d = 0; d < DC; ++d) {
+                lanes col = zero + row[d];
+                for (std::size_t l = 0; l < m; ++l) col[l] = columns[d][j + l];
+                const lanes diff = row[d] - col;
+                diff_sq[d] = diff * diff;
+                r += diff_sq[d];
+            }
+        }
+        running *= scale;
+        scale = zero + chunk.wscale;
+        lanes F[P], dF_dR[P], y[P];
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+            state_lanes column_states = {};
+            if (full)
+                std::memcpy(&column_states, states + p * ld + j, sizeof column_states);
+            else
+                for (std::size_t l = 0; l < m; ++l) column_states[l] = states[p * ld + j + l];
+            const lanes s = alpha[p] * r;
+            const lanes u0 = c0[p] + s, u1 = c1[p] + s;
+            const lanes inv = T(1) / (u0 * u1);
+            const lanes x0 = u1 * inv, x1 = u0 * inv;
+            const state_lanes row_v = (state_lanes{} + row_state[p]);
+            const mask_lanes same = __builtin_convertvector(column_states == row_v, mask_lanes);
+            const lanes x0_sq = x0 * x0, x1_sq = x1 * x1;
+            // exact forms with selected terms, see multiply_factor / factor_derivatives
+            const lanes F_same = inv_n[p] * x0 + w_same[p] * x1, F_other = off_numerator[p] * inv;
+            const lanes d_same = d_same0[p] * x0_sq + d_same1[p] * x1_sq, d_off = (d_other[p] * inv) * (x0 + x1);
+            F[p] = same ? F_same : F_other;
+            dF_dR[p] = same ? d_same : d_off;
+            y[p] = (same ? zero + w_same[p] : zero + w_other[p]) * x1_sq;
+        }
+        lanes suffix[P];
+        suffix[P - 1] = zero + T(1);
+#pragma GCC unroll 16
+        for (int p = P - 2; p >= 0; --p) suffix[p] = suffix[p + 1] * F[p + 1];
+        lanes omega_j = zero;
+#pragma GCC unroll 16
+        for (int p = 0; p < P; ++p) {
+            const lanes weighted_others = running * suffix[p];
+            const lanes dK_dR = weighted_others * dF_dR[p];
+            omega_j += dK_dR;
+            acc_alpha[p] += dK_dR * r;
+            acc_beta[p] += weighted_others * y[p];
+            running *= F[p];
+        }
+        acc_variance += running;
+        // DC = 1: Σ_j ω_j (c_a − c_j)² = Σ_j ω_j R_j = Σ_p sums[p], taken from the α sums below
+#pragma GCC unroll 8
+        for (int d = 0; d < (DC >= 2 ? DC : 0); ++d) acc_chain[d] += omega_j * diff_sq[d];
+    }
+    T sum_variance = T(0);
+    for (int p = 0; p < P; ++p) {
+        T sum_alpha = T(0), sum_beta = T(0);
+        for (int lane = 0; lane < 8; ++lane) {
+            sum_alpha += acc_alpha[p][lane];
+            sum_beta += acc_beta[p][lane];
+        }
+        sums[p] = sum_alpha;
+        sums[P + p] = -plan.variables[p].beta_mu[1] * sum_beta;
+    }
+    for (int lane = 0; lane < 8; ++lane) sum_variance += acc_variance[lane];
+    sums[2 * P] = sum_variance;
+    if (DC == 1) {
+        T sum_d = T(0);
+        for (int p = 0; p < P; ++p) sum_d += sums[p];
+        sums[2 * P + 1] = sum_d;
+    }
+    for (int d = 0; d < (DC >= 2 ? DC : 0); ++d) {
+        T sum_d = T(0);
+        for (int lane = 0; lane < 8; ++lane) sum_d += acc_chain[d][lane];
+        sums[2 * P + 1 + d] = sum_d;
+    }
+#else
+    (void)plan, (void)v, (void)states, (void)ld, (void)chunk, (void)sums;
+#endif
+}
+
+// True when reduction_tile runs complete_reduction_fused: the symmetric reduction (coordinates) of an
+// all-nominal single-term Laplace space with P ≤ kMaxRegisterVariables, t = 2 and
+// n_continuous ≤ kMaxFusedContinuous.  GCC only.
+template <typename T>
+inline bool fused_reduction_applies(const FMPlan<T>& plan) {
+#if defined(__GNUC__) && !defined(__clang__)
+    return plan.all_complete_single_term && plan.n_variables() >= 1 &&
+           plan.n_variables() <= static_cast<std::size_t>(kMaxRegisterVariables) &&
+           plan.n_continuous <= static_cast<std::size_t>(kMaxFusedContinuous) && plan.modulation.exponent == T(2);
+#else
+    (void)plan;
+    return false;
+#endif
+}
+
+// Dispatch on (P, n_continuous); see fused_reduction_applies.  Reached through a function pointer
+// (ReductionProblem::fused_kernel), as complete_reduction_registers_any.
+template <typename T>
+void complete_reduction_fused_any(const FMPlan<T>& plan, const int64_t* v, const int32_t* states, std::size_t ld,
+                                  const FusedChunk<T>& chunk, T* sums) {
+    static_assert(kMaxFusedContinuous == 3, "extend the cases below");
+    const int key = static_cast<int>(plan.n_variables()) * 4 + static_cast<int>(plan.n_continuous);
+    switch (key) {
+#define FASTFM_FUSED_CASE(P, DC) \
+    case P * 4 + DC: complete_reduction_fused<T, P, DC>(plan, v, states, ld, chunk, sums); return;
+#define FASTFM_FUSED_CASES(P) \
+    FASTFM_FUSED_CASE(P, 0) FASTFM_FUSED_CASE(P, 1) FASTFM_FUSED_CASE(P, 2) FASTFM_FUSED_CASE(P, 3)
+        FASTFM_FUSED_CASES(1)
+        FASTFM_FUSED_CASES(2)
+        FASTFM_FUSED_CASES(3)
+        FASTFM_FUSED_CASES(4)
+        FASTFM_FUSED_CASES(5)
+        FASTFM_FUSED_CASES(6)
+        FASTFM_FUSED_CASES(7)
+        FASTFM_FUSED_CASES(8)
+#undef FASTFM_FUSED_CASES
+#undef FASTFM_FUSED_CASE
+        default: return;
+    }
+}
+
 // ----------------------------------------------------------------------------
 // Problems (inputs of one call) and their tiles
 // ----------------------------------------------------------------------------
@@ -1386,6 +1588,10 @@ struct ReductionProblem {
     // mixed_reduction_vectors); the bindings substitute an ISA-dispatched instantiation.
     bool (*register_kernel)(const FMPlan<T>&, const int64_t*, const int32_t*, std::size_t, const T*, const T*,
                             std::size_t, T*, T*) = &complete_reduction_registers_any<T>;
+    // complete_reduction_fused_any (fused_reduction_applies), ISA-dispatched by the bindings; nullptr:
+    // the register kernel and the passes around it.
+    void (*fused_kernel)(const FMPlan<T>&, const int64_t*, const int32_t*, std::size_t, const FusedChunk<T>&,
+                         T*) = nullptr;
     std::size_t n_components() const { return plan->n_continuous + 2 * plan->n_variables() + 1; }
 };
 
@@ -1424,6 +1630,7 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     T* FASTFM_RESTRICT beta_scale = ws.beta_scale.data();
     const T sigma2 = plan.derivative_variance;
     const bool register_kernel = reduction_kernel_applies(plan);
+    const bool fused = symmetric && pb.fused_kernel != nullptr && fused_reduction_applies(plan);
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {
         const std::size_t j1 = std::min(N, j0 + B);
@@ -1439,6 +1646,36 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
             if (js >= j1) continue;
             const std::size_t count = j1 - js;
             const T* FASTFM_RESTRICT w_row = pb.W != nullptr ? pb.W + a * N + js : nullptr;
+            const int64_t* v_row = pb.rows_states + a * P;
+            if (fused) {
+                FusedChunk<T> chunk;
+                chunk.row = pb.rows_continuous + a * Dc;
+                for (std::size_t d = 0; d < Dc; ++d) chunk.columns[d] = pb.cols->coordinate(d) + js;
+                chunk.count = count;
+                if (pb.W != nullptr && pb.symmetric_weights) {
+                    chunk.w = w_row;  // 2σ² W_ab, σ² W_aa: as the weights pass below
+                    chunk.wscale = T(2) * sigma2;
+                    chunk.halve_first = js == a;
+                } else {
+                    if (pb.W == nullptr) {
+                        low_rank_pair_weights(pb.U_t, pb.Z_t, pb.low_rank, N, a, js, count, sigma2, wts);
+                    } else {
+                        const T* FASTFM_RESTRICT w_col = ws.transposed_weights.data() + (a - a0) * B + (js - j0);
+                        for (std::size_t j = 0; j < count; ++j) wts[j] = sigma2 * (w_row[j] + w_col[j]);
+                        if (js == a) wts[0] = sigma2 * w_row[0];
+                    }
+                    chunk.w = wts;
+                }
+                T* sums = ws.register_terms.data();
+                pb.fused_kernel(plan, v_row, pb.cols->states.data() + js, pb.cols->n_points, chunk, sums);
+                for (std::size_t p = 0; p < P; ++p) {
+                    partial[Dc + p] += sums[p];
+                    partial[Dc + P + p] += sums[P + p];
+                }
+                partial[Dc + 2 * P] += sums[2 * P];
+                for (std::size_t d = 0; d < Dc; ++d) partial[d] += T(-2) * sums[2 * P + 1 + d];
+                continue;
+            }
             if (symmetric && pb.W == nullptr) {
                 squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
                 continuous_argument(sq, count, exponent, arg);
