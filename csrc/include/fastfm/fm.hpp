@@ -995,6 +995,37 @@ FASTFM_ALWAYS_INLINE void nominal_factor_derivatives(V s, Mask same, T alpha, T 
     dF_dR = -alpha * (a * x0_sq + b * x1_sq + c * inv * (x0 + x1));
 }
 
+// The first m ≤ 8 elements of src as a GCC vector (the rest zero): one load for a full vector.
+template <typename Lanes, typename E>
+FASTFM_ALWAYS_INLINE Lanes load_lanes(const E* src, std::size_t m) {
+    Lanes v = {};
+    if (m == 8)
+        std::memcpy(&v, src, sizeof v);
+    else
+        for (std::size_t l = 0; l < m; ++l) v[l] = src[l];
+    return v;
+}
+
+// Σ of the eight lanes of a GCC vector, in lane order.
+template <typename T, typename V>
+FASTFM_ALWAYS_INLINE T sum_of_lanes(const V& v) {
+    T total = T(0);
+    for (int lane = 0; lane < 8; ++lane) total += v[lane];
+    return total;
+}
+
+// The vector kernels' epilogue: sums[p] = Σ lanes acc_alpha[p], sums[P + p] = beta_scale[p] Σ lanes
+// acc_beta[p], sums[2P] = Σ lanes acc_variance.
+template <typename T, typename V>
+FASTFM_ALWAYS_INLINE void store_lane_sums(int P, const V* acc_alpha, const V* acc_beta, const V& acc_variance,
+                                          const T* beta_scale, T* sums) {
+    for (int p = 0; p < P; ++p) {
+        sums[p] = sum_of_lanes<T>(acc_alpha[p]);
+        sums[P + p] = beta_scale[p] * sum_of_lanes<T>(acc_beta[p]);
+    }
+    sums[2 * P] = sum_of_lanes<T>(acc_variance);
+}
+
 // The reduction for one row and a chunk of columns when every variable is
 // nominal and f = 1/u (a_1 folded into σ²): F_p, ∂F_p/∂R and β∂F_p/∂β (see
 // factor_derivatives), the products of the other factors and the weighted
@@ -1167,11 +1198,7 @@ inline void mixed_reduction_vectors(const FMPlan<T>& plan, const int64_t* FASTFM
             }
         }
         for (int p = 0; p < P; ++p) {
-            state_lanes column_states = {};
-            if (full)
-                std::memcpy(&column_states, states + p * ld + j, sizeof column_states);
-            else
-                for (std::size_t l = 0; l < m; ++l) column_states[l] = states[p * ld + j + l];
+            const state_lanes column_states = load_lanes<state_lanes>(states + p * ld + j, m);
             const lanes s = alpha[p] * r;
             if (complete[p]) {
                 const state_lanes row = (state_lanes{} + row_state[p]);
@@ -1224,18 +1251,7 @@ inline void mixed_reduction_vectors(const FMPlan<T>& plan, const int64_t* FASTFM
         else
             for (std::size_t l = 0; l < m; ++l) omega[j + l] = omega_j[l];
     }
-    T sum_variance = T(0);
-    for (int p = 0; p < P; ++p) {
-        T sum_alpha = T(0), sum_beta = T(0);
-        for (int lane = 0; lane < 8; ++lane) {
-            sum_alpha += acc_alpha[p][lane];
-            sum_beta += acc_beta[p][lane];
-        }
-        sums[p] = sum_alpha;
-        sums[P + p] = beta_scale[p] * sum_beta;
-    }
-    for (int lane = 0; lane < 8; ++lane) sum_variance += acc_variance[lane];
-    sums[2 * P] = sum_variance;
+    store_lane_sums(P, acc_alpha, acc_beta, acc_variance, beta_scale, sums);
 #else
     (void)plan, (void)v, (void)states, (void)ld, (void)arg, (void)wts, (void)count, (void)omega, (void)sums;
 #endif
@@ -1369,11 +1385,7 @@ inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTF
         lanes F[P], dF_dR[P], y[P];
 #pragma GCC unroll 16
         for (int p = 0; p < P; ++p) {
-            state_lanes column_states = {};
-            if (full)
-                std::memcpy(&column_states, states + p * ld + j, sizeof column_states);
-            else
-                for (std::size_t l = 0; l < m; ++l) column_states[l] = states[p * ld + j + l];
+            const state_lanes column_states = load_lanes<state_lanes>(states + p * ld + j, m);
             const lanes s = alpha[p] * r;
             const lanes u0 = c0[p] + s, u1 = c1[p] + s;
             const lanes inv = T(1) / (u0 * u1);
@@ -1395,27 +1407,16 @@ inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTF
 #pragma GCC unroll 8
         for (int d = 0; d < (DC >= 2 ? DC : 0); ++d) acc_chain[d] += omega_j * diff_sq[d];
     }
-    T sum_variance = T(0);
-    for (int p = 0; p < P; ++p) {
-        T sum_alpha = T(0), sum_beta = T(0);
-        for (int lane = 0; lane < 8; ++lane) {
-            sum_alpha += acc_alpha[p][lane];
-            sum_beta += acc_beta[p][lane];
-        }
-        sums[p] = sum_alpha;
-        sums[P + p] = -plan.variables[p].beta_mu[1] * sum_beta;
-    }
-    for (int lane = 0; lane < 8; ++lane) sum_variance += acc_variance[lane];
-    sums[2 * P] = sum_variance;
+    T beta_scale[P];  // β∂F_p/∂β = −βμ_1 y_p for a complete graph
+    for (int p = 0; p < P; ++p) beta_scale[p] = -plan.variables[p].beta_mu[1];
+    store_lane_sums(P, acc_alpha, acc_beta, acc_variance, beta_scale, sums);
     if (DC == 1) {
         T sum_d = T(0);
         for (int p = 0; p < P; ++p) sum_d += sums[p];
         sums[2 * P + 1] = sum_d;
     }
     for (int d = 0; d < (DC >= 2 ? DC : 0); ++d) {
-        T sum_d = T(0);
-        for (int lane = 0; lane < 8; ++lane) sum_d += acc_chain[d][lane];
-        sums[2 * P + 1 + d] = sum_d;
+        sums[2 * P + 1 + d] = sum_of_lanes<T>(acc_chain[d]);
     }
 #else
     (void)plan, (void)v, (void)states, (void)ld, (void)chunk, (void)sums;
