@@ -365,9 +365,9 @@ def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
     """
     if preconditioner is None:
         L, pivots, residual = pivoted_cholesky(kernel, X, options["rank"])
-        block_size = options.get("block_size", 1)
-        if block_size > 1:
-            preconditioner = PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise, block_size)
+        if options["block_size"] > 1:
+            preconditioner = PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise,
+                                                                       options["block_size"])
         else:
             preconditioner = PivotedCholeskyPreconditioner(L, pivots, noise, residual)
 

@@ -82,28 +82,36 @@ class _ModulatedKernel(SpaceKernel):
 
     def _diag_factors(self, D):
         """Π_p F_p(v, v, s=0) for each row: the Gram diagonal divided by σ²."""
-        table = self._memo("diag_tables", self._compute_diag_tables)[0]
-        return np.prod(table[np.arange(table.shape[0]), D], axis=1)
+        return np.prod(_per_row(self._memo("diag_tables", self._compute_diag_tables)[0], D), axis=1)
 
     def _compute_diag_tables(self):
         return _zero_distance_tables(self.space, self._modulation, self._betas())
 
     def _zero_distance_log_derivatives(self, D):
         """e_p(v_a) of ``_zero_distance_tables`` for each row, shape (N, P)."""
-        dlog_table = self._memo("diag_tables", self._compute_diag_tables)[1]
-        return dlog_table[np.arange(dlog_table.shape[0]), D]
+        return _per_row(self._memo("diag_tables", self._compute_diag_tables)[1], D)
 
-    def _zero_distance_share(self, D, w_diag):
-        """``_zero_distance_share`` at the kernel's own hyperparameters (K_aa from the diagonal tables)."""
+    def _add_zero_distance_share(self, vector, beta_start, D, w_diag):
+        """``_add_zero_distance_share`` at the kernel's own hyperparameters (K_aa from the diagonal tables)."""
         K_diag = self._effective_variance() * self._diag_factors(D)
-        return _zero_distance_share(D, w_diag * K_diag, self._memo("diag_tables", self._compute_diag_tables)[1])
+        return _add_zero_distance_share(vector, beta_start, D, w_diag * K_diag,
+                                        self._memo("diag_tables", self._compute_diag_tables)[1])
 
 
-def _zero_distance_share(D, weighted_diagonal, dlog_table):
-    """The a = b pairs' share of (Σ_ab W_ab ∂K_ab/∂log β_p with σ² = variance/Π c_p, Σ_ab W_ab K_ab), given
-    weighted_diagonal = W_aa K_aa and the e_p(v) table of ``_zero_distance_tables``."""
-    e = dlog_table[np.arange(dlog_table.shape[0]), D]                            # (N, P)
-    return weighted_diagonal @ e, float(np.sum(weighted_diagonal))
+def _per_row(table, D):
+    """table[p, D[a, p]] for every row a: a (n_variables, max states) table read at each row's states, (N, P)."""
+    return table[np.arange(table.shape[0]), D]
+
+
+def _add_zero_distance_share(vector, beta_start, D, weighted_diagonal, dlog_table):
+    """Adds the a = b pairs' share to a reduction vector whose β block starts at ``beta_start`` and whose
+    last entry is log variance: Σ_a W_aa K_aa e_p(v_a) to the β gradients (σ² = variance/Π c_p) and
+    Σ_a W_aa K_aa to the variance one, given weighted_diagonal = W_aa K_aa and the e_p(v) table of
+    ``_zero_distance_tables`` (None where every e_p is 0).  Returns ``vector``."""
+    if dlog_table is not None:
+        vector[beta_start:beta_start + dlog_table.shape[0]] += weighted_diagonal @ _per_row(dlog_table, D)
+    vector[-1] += float(np.sum(weighted_diagonal))
+    return vector
 
 
 def _zero_distance_tables(space, modulation, betas):
@@ -194,7 +202,7 @@ def _set_zero_distance_beta_derivatives(dK_beta, K, log_derivatives):
 
 
 def _weights_without_diagonal(W):
-    """(a copy of W with a zero diagonal, diag(W)): the a = b pairs are summed by ``_zero_distance_share``."""
+    """(a copy of W with a zero diagonal, diag(W)): the a = b pairs are summed by ``_add_zero_distance_share``."""
     off_diagonal = np.array(W, dtype=np.float64, order="C", copy=True)
     w_diag = off_diagonal.diagonal().copy()
     np.fill_diagonal(off_diagonal, 0.0)
@@ -323,16 +331,13 @@ class FMKernel(_ModulatedKernel):
         return self._reduction_split_at_the_diagonal(X, W, symmetric_weights=True)
 
     def _reduction_split_at_the_diagonal(self, X, W, symmetric_weights):
-        """The backend sums the a ≠ b pairs, ``_zero_distance_share`` the a = b ones (no cancellation in
-        the β gradients there, see ``_zero_distance_tables``); W itself is not modified."""
+        """The backend sums the a ≠ b pairs, ``_add_zero_distance_share`` the a = b ones (no cancellation
+        in the β gradients there, see ``_zero_distance_tables``); W itself is not modified."""
         W_off, w_diag = _weights_without_diagonal(W)
         vector = self._reduction("fm_grad_reduction", X, W_off, symmetric_weights=symmetric_weights)
         _, D = self._split(X)
-        P, Dc = self.space.n_discrete, self.space.n_continuous
-        diag_beta, diag_variance = self._zero_distance_share(D, w_diag)
-        vector[Dc + P:Dc + 2 * P] += diag_beta
-        vector[-1] += diag_variance
-        return vector
+        beta_start = self.space.n_continuous + self.space.n_discrete   # after [log θ | log α]
+        return self._add_zero_distance_share(vector, beta_start, D, w_diag)
 
     def _low_rank_reduction(self, X, U, Z):
         """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp_large).
@@ -422,14 +427,10 @@ class _FMLikelihoodTerms:
             g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W_off, *args, True)
         vector = _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)
         space = self.kernel.space
-        if _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations:
-            _, dlog_table = _zero_distance_tables(space, self.modulation, betas)
-            diag_beta, diag_variance = _zero_distance_share(self.D, w_diag * K_diag, dlog_table)
-        else:
-            diag_beta, diag_variance = 0.0, float(np.sum(w_diag * K_diag))
-        Dc, P = self.n_continuous, self.n_discrete
-        vector[Dc + P:Dc + 2 * P] += diag_beta
-        vector[-1] += diag_variance
+        # the tables only where some e_p can be non-zero (they cost ~35 µs per θ)
+        has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
+        dlog_table = _zero_distance_tables(space, self.modulation, betas)[1] if has_deviations else None
+        _add_zero_distance_share(vector, self.n_continuous + self.n_discrete, self.D, w_diag * K_diag, dlog_table)
         return vector[self.mask]
 
 
@@ -522,8 +523,8 @@ class GraphKernel(_ModulatedKernel):
         W_off, w_diag = _weights_without_diagonal(W)
         _, _, g_beta, g_var = self._backend_call("fm_grad_reduction", C, D, W_off, *self._args())
         _, dlog_c = self._normaliser()
-        diag_beta, diag_variance = self._zero_distance_share(D, w_diag)
-        return np.concatenate([np.asarray(g_beta) - dlog_c * g_var + diag_beta, [g_var + diag_variance]])
+        vector = np.concatenate([np.asarray(g_beta) - dlog_c * g_var, [g_var]])   # [log β | log variance]
+        return self._add_zero_distance_share(vector, 0, D, w_diag)
 
     def _full_gradient(self, X):
         from .._backends import numpy_backend
