@@ -45,16 +45,17 @@ _warned = set()
 # ``python -m fastfm._backends.cuda_bench`` on an H100 against C++ on 16 cores
 # (BENCHMARKS.md, "GPU backend"): NAS-like 2000×2000 (0.3e9 terms) cuda 4.9 ms vs
 # cpp 9.9 ms; Func3C 2000×2000 (0.03e9) 4.5 vs 1.6 ms, 10000×10000 (0.7e9) 52 vs 82 ms.
-# 2e8 puts the switch near N = 5300 on Func3C and N = 1600 on NAS-like.
+# 2e8 puts the switch near N = 5300 on Func3C and N = 1600 on NAS-like.  The matrix-free K·V
+# (fm_gram_matvec) shares it; second H100 run (2026-11-23): Func3C 2000×2000 K·v cuda 0.93 vs
+# cpp 0.60 ms, NAS-like 2000×2000 3.2 vs 7.0 ms.
 CUDA_MIN_TERMS = 200_000_000
 # Set kernels: element pairs NA·NB·m·m' (each costs one Matérn evaluation).
 CUDA_SET_MIN_TERMS = 10_000_000
 # Hierarchical kernel (SPEC §3): pairs × (n_dims + 1), one term per encoded column (a cos or a
-# comparison) plus the profile, as the C++ backend counts its work.  Not yet measured on a GPU:
-# a term costs about what an FM eigenvalue-group term does (a transcendental and a few flops)
-# and the fixed costs are the same (the N×M result crosses the bus), so the FM threshold.
-# On the 9-column conditional test space (10 terms a pair) the switch is near N = 4500.
-CUDA_HIER_MIN_TERMS = CUDA_MIN_TERMS
+# comparison) plus the profile, as the C++ backend counts its work.  Measured on the H100 against C++ on
+# 16 cores (BENCHMARKS.md, "Second H100 run"), 9-column test space: N = 2000 (4e7 terms) Gram 3.2 vs
+# 3.9 ms, Gram + reduction 6.4 vs 12.2 ms; N = 10,000 3.3× and 4.9×.  The GPU already wins at 4e7.
+CUDA_HIER_MIN_TERMS = 40_000_000
 
 
 def _load(name):
