@@ -41,26 +41,47 @@ from ._backends import backend_function
 from .exceptions import InvalidConfigError, NumericalError
 
 __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholeskyPreconditioner", "pcg", "CGInfo",
-           "stochastic_lml_gradient", "dtc_variance", "DEFAULT_CG_OPTIONS", "check_cg_options"]
+           "stochastic_lml_gradient", "dtc_variance", "DEFAULT_CG_OPTIONS", "check_cg_options", "default_rank"]
 
 # Defaults of ``GaussianProcessRegressor(cg_options=...)``.
 #   tol: relative residual ‖r‖/‖b‖ at which a PCG column stops.  1e-4 moves the predictive mean
 #        by ~1e-4 of its scale (test RMSE unchanged to 3 digits in BENCHMARKS.md), far below the noise.
 #   max_iter: PCG iterations before giving up (a NumericalError names the residual reached).
-#   rank: pivoted-Cholesky preconditioner rank; its O(rank² N) cost stays under one matvec's at N = 50k.
+#   rank: pivoted-Cholesky preconditioner rank, or None for :func:`default_rank` (N/10 between 300 and
+#        4,000).  PCG iterations to 1e-2 at N = 20,000 (fitted θ): 110 at rank 300, 48 at 2,000, 31 at
+#        4,000; its setup costs O(rank² N) flops (BENCHMARKS.md, "Preconditioner rank").
 #   subset: points on which hyperparameters are fitted exactly (see the module docstring).
 #   n_probes: Rademacher probes of the stochastic trace estimator.
 #   block_size: points per diagonal block of the PITC correction (1: the FITC diagonal).  1000 costs
 #        N·1000 kernel pairs and N/1000 Choleskys of 1000 once (under one matvec at N = 50k), and
 #        took 35-50 % fewer PCG iterations than the diagonal at N = 5k-20k (BENCHMARKS.md).
-DEFAULT_CG_OPTIONS = {"tol": 1e-4, "max_iter": 1000, "rank": 300, "subset": 2000, "n_probes": 16,
+DEFAULT_CG_OPTIONS = {"tol": 1e-4, "max_iter": 1000, "rank": None, "subset": 2000, "n_probes": 16,
                       "block_size": 1000}
 
 _LOGGER = logging.getLogger(__name__)
 
+# default_rank: N/10 pivots, at least 300 and at most 4,000, and at most this many entries in one k × N
+# factor (the preconditioner holds two: 2 GB each in float64).
+_DEFAULT_RANK_BOUNDS = (300, 4000)
+_RANK_MEMORY_ENTRIES = 250_000_000
+
+
+def default_rank(n):
+    """The preconditioner rank ``cg_options["rank"] = None`` chooses for N = n training points.
+
+    A larger rank takes fewer PCG iterations (each a full N² kernel product) and costs O(rank² N)
+    flops once; N/10 keeps that setup at a few products' worth up to the cap (measured in
+    BENCHMARKS.md: at N = 20,000 ranks 2,000 and 4,000 cost the same in total, at N = 50,000 the
+    iterations dominate).
+    """
+    low, high = _DEFAULT_RANK_BOUNDS
+    return int(min(n, max(low, min(n // 10, high, _RANK_MEMORY_ENTRIES // max(n, 1)))))
+
 # Relative trace of the residual diagonal at which the pivoted Cholesky stops early
 # (its approximation is then exact to this fraction: more pivots cannot help CG).
 _PIVOTED_CHOLESKY_TOL = 1e-10
+# Candidates per batch of the blocked pivoted Cholesky (see pivoted_cholesky).
+_PIVOT_BATCH_MIN, _PIVOT_BATCH_MAX = 16, 512
 
 
 def check_cg_options(cg_options):
@@ -77,12 +98,14 @@ def check_cg_options(cg_options):
                                      f"cg_options[{key!r}]", value)
         if key == "tol":
             ok = isinstance(value, (int, float)) and 0 < value < 1
+        elif key == "rank" and value is None:
+            ok = True
         else:
             ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= (
                 0 if key == "rank" else 1)
         if not ok:
             expected = "a float in (0, 1)" if key == "tol" else (
-                "an integer >= 0" if key == "rank" else "an integer >= 1")
+                "an integer >= 0 or None" if key == "rank" else "an integer >= 1")
             raise InvalidConfigError(f"cg_options[{key!r}] must be {expected}, got {value!r}",
                                      f"cg_options[{key!r}]", value)
         options[key] = value
@@ -134,9 +157,24 @@ def _blocked_matvec(kernel, X, V, Y):
 def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
     """Greedy pivoted Cholesky: K(X, X) ≈ LᵀL with L of shape (k, N), k ≤ max_rank.
 
-    Step m picks the point with the largest residual variance d_i, computes
-    its kernel row (N evaluations) and removes it from the residual
-    (Harbrecht et al. 2012, Alg. 1).  It stops early when Σ d < tol·tr K.
+    The pivots are those of Harbrecht et al. 2012, Alg. 1: each is the point with
+    the largest residual variance d_i = diag(K − LᵀL)_i, and the factor stops
+    early when Σ d < tol·tr K.  They are found in batches, so that the work is
+    matrix products rather than one kernel row and one k × N matrix-vector
+    product per pivot (which made a rank of 2,000 at N = 50,000 take minutes):
+
+    1. the b points of largest d become candidates; their kernel rows come from
+       one kernel call and the factor so far is removed from them with one
+       matrix product, G = K(C, X) − L[:, C]ᵀ L;
+    2. a small pivoted Cholesky of the candidates' b × b block G[:, C] accepts
+       them in greedy order while the next one's updated residual variance is at
+       least the largest d outside the batch.  Residual variances only decrease
+       as pivots are added, so each accepted candidate is exactly the point the
+       one-at-a-time algorithm picks next (ties aside); the others return to the pool;
+    3. the accepted rows are G's rows through one triangular solve.
+
+    b doubles while whole batches are accepted and shrinks to what was accepted
+    otherwise (between :data:`_PIVOT_BATCH_MIN` and :data:`_PIVOT_BATCH_MAX`).
 
     Returns
     -------
@@ -151,31 +189,71 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
     k_max = min(int(max_rank), N)
     L = np.zeros((k_max, N))
     pivots = np.zeros(k_max, dtype=np.int64)
-    k = 0
+    k, batch = 0, _PIVOT_BATCH_MIN
     while k < k_max:
-        i = int(np.argmax(d))
-        if not d[i] > 0 or np.sum(d) <= tol * trace:
+        remaining = float(np.sum(d))
+        if not np.max(d) > 0 or remaining <= tol * trace:
             break
-        row = kernel(X[i:i + 1], X)[0]
-        row -= L[:k, i] @ L[:k]
-        row /= math.sqrt(d[i])
-        L[k] = row
-        pivots[k] = i
-        d -= row * row
-        d[i] = 0.0
+        b = min(batch, k_max - k)
+        if b < N:
+            partition = np.argpartition(-d, b)
+            candidates, outside = partition[:b], float(d[partition[b]])   # d[partition[b]]: largest d left out
+        else:
+            candidates, outside = np.arange(N), 0.0
+        candidates = candidates[np.argsort(-d[candidates], kind="stable")]
+        G = np.array(kernel(X[candidates], X), dtype=np.float64)
+        if k:
+            G -= L[:k, candidates].T @ L[:k]
+        accepted, T = _greedy_in_batch(G[:, candidates], d[candidates], outside)
+        rows = solve_triangular(T, G[accepted], trans="T", lower=False, check_finite=False)
+        # Harbrecht's stopping rule, pivot by pivot: pivot m is kept while Σ d before it exceeds tol·tr K
+        removed = np.cumsum(np.einsum("ij,ij->i", rows, rows))
+        keep = 1 + int(np.sum(remaining - removed[:-1] > tol * trace))
+        rows, accepted = rows[:keep], accepted[:keep]
+        L[k:k + keep] = rows
+        pivots[k:k + keep] = candidates[accepted]
+        d -= np.einsum("ij,ij->j", rows, rows)
+        d[candidates[accepted]] = 0.0
         np.maximum(d, 0.0, out=d)  # rounding can take a residual variance below zero
-        k += 1
+        k += keep
+        batch = min(2 * b, _PIVOT_BATCH_MAX) if keep == b else max(keep, _PIVOT_BATCH_MIN)
     return L[:k], pivots[:k], d
 
 
-def pivot_blocks(L, pivots, block_size):
+def _greedy_in_batch(S, d, outside):
+    """Greedy pivoted Cholesky of one batch's residual block S (b × b, residual variances d).
+
+    Accepts candidates in order of largest updated residual variance while it is positive and,
+    after the first, at least ``outside``.  Returns (accepted candidate indices, T) with T the
+    m × m upper-triangular factor, S[accepted][:, accepted] = TᵀT, so that the accepted residual
+    rows G[accepted] = Tᵀ L_new give the new factor rows by one triangular solve.
+    """
+    b = len(d)
+    residual = np.array(d, dtype=np.float64)
+    C = np.zeros((b, b))
+    accepted = []
+    for m in range(b):
+        j = int(np.argmax(residual))
+        if not residual[j] > 0 or (m and residual[j] < outside):
+            break
+        C[m] = (S[j] - C[:m, j] @ C[:m]) / math.sqrt(residual[j])
+        residual -= C[m] * C[m]
+        residual[j] = -np.inf      # taken
+        accepted.append(j)
+    accepted = np.array(accepted, dtype=np.int64)
+    return accepted, C[:len(accepted)][:, accepted]
+
+
+def pivot_blocks(L, pivots, block_size, kernel=None, X=None):
     """Index blocks of at most ``block_size`` points, each point grouped with its most correlated pivot.
 
-    K(pivots, X) = L[:, pivots]ᵀ L exactly (the pivoted Cholesky reproduces the pivot
-    rows), so no kernel is evaluated: points are sorted by the pivot of largest
-    covariance and the order is cut into consecutive blocks.  Points near one
-    pivot then share a block, and the block correction of
-    :class:`PivotedCholeskyPreconditioner` keeps their residual correlation.
+    Points are sorted by the pivot of largest covariance K(pivot, x) and the order
+    is cut into consecutive blocks.  Points near one pivot then share a block, and
+    the block correction of :class:`PivotedCholeskyPreconditioner` keeps their
+    residual correlation.  K(pivots, X) = L[:, pivots]ᵀ L exactly (the pivoted
+    Cholesky reproduces the pivot rows); given ``kernel`` and ``X`` it is
+    evaluated instead, k·N kernel pairs against the k²N flops of the product
+    (at k = 4,000, N = 20,000: under a second against 9 s on two cores).
 
     Returns
     -------
@@ -185,8 +263,13 @@ def pivot_blocks(L, pivots, block_size):
     if block_size <= 1 or len(pivots) == 0:
         return [np.arange(N)[i:i + max(1, block_size)] for i in range(0, N, max(1, block_size))]
     owner = np.empty(N, dtype=np.int64)
-    for a0 in range(0, N, 1 << 16):  # (k, 65536) slabs: O(k) extra memory per slab, not O(kN)
-        owner[a0:a0 + (1 << 16)] = np.argmax(L[:, pivots].T @ L[:, a0:a0 + (1 << 16)], axis=0)
+    slab = max(1, (1 << 26) // len(pivots))   # (k, slab) covariances at a time: 512 MB at most
+    for a0 in range(0, N, slab):
+        if kernel is not None:
+            covariance = kernel(X[pivots], X[a0:a0 + slab])
+        else:
+            covariance = L[:, pivots].T @ L[:, a0:a0 + slab]
+        owner[a0:a0 + slab] = np.argmax(covariance, axis=0)
     order = np.argsort(owner, kind="stable")
     return [order[i:i + block_size] for i in range(0, N, block_size)]
 
@@ -228,6 +311,7 @@ class PivotedCholeskyPreconditioner:
     _d_inv: np.ndarray = field(init=False, repr=False)
     _block_factors: list = field(init=False, repr=False)
     _d_inv_Lt: np.ndarray = field(init=False, repr=False)
+    _dtc_cache: tuple = field(default=None, init=False, repr=False)   # (noise, factor) of dtc_factor
 
     def __post_init__(self):
         k, n = self.L.shape
@@ -250,13 +334,22 @@ class PivotedCholeskyPreconditioner:
     @classmethod
     def with_blocks(cls, kernel, X, L, pivots, noise, block_size):
         """The PITC preconditioner: blocks from :func:`pivot_blocks`, (K − LᵀL)[b, b] evaluated per block."""
-        blocks = pivot_blocks(L, pivots, block_size)
+        blocks = pivot_blocks(L, pivots, block_size, kernel, X)
         residuals = [np.asarray(kernel(X[b]), dtype=np.float64) - L[:, b].T @ L[:, b] for b in blocks]
         return cls(L, pivots, noise, blocks=blocks, block_residuals=residuals)
 
     @property
     def rank(self):
         return self.L.shape[0]
+
+    def dtc_factor(self, noise):
+        """Cholesky factor of noise·I + L Lᵀ (k × k) for :func:`dtc_variance`, computed once per noise:
+        the k²N product costs more than the rest of a prediction once k is in the thousands."""
+        cached = self._dtc_cache
+        if cached is None or cached[0] != noise:
+            factor = cho_factor(noise * np.eye(self.rank) + self.L @ self.L.T, lower=True, check_finite=False)
+            self._dtc_cache = cached = (noise, factor)
+        return cached[1]
 
     def _solve_d(self, R):
         """D⁻¹ R for R of shape (N, r)."""
@@ -364,7 +457,8 @@ def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
         PCG did not reach ``options["tol"]`` within ``options["max_iter"]`` iterations.
     """
     if preconditioner is None:
-        L, pivots, residual = pivoted_cholesky(kernel, X, options["rank"])
+        rank = default_rank(X.shape[0]) if options["rank"] is None else options["rank"]
+        L, pivots, residual = pivoted_cholesky(kernel, X, rank)
         if options["block_size"] > 1:
             preconditioner = PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise,
                                                                        options["block_size"])
@@ -410,7 +504,7 @@ def dtc_variance(kernel, X_train, preconditioner, X, noise):
     L_S = np.triu(L[:, S])                         # (k, k): L[m, S_j] = 0 for m > j (exact up to rounding)
     K_S = kernel(X_train[S], X)                    # (k, M)
     phi = solve_triangular(L_S, K_S, trans="T", lower=False, check_finite=False)
-    A = cho_factor(noise * np.eye(len(S)) + L @ L.T, lower=True, check_finite=False)
+    A = preconditioner.dtc_factor(noise)
     var = k_diag - np.einsum("km,km->m", phi, phi) + noise * np.einsum("km,km->m", phi,
                                                                        cho_solve(A, phi, check_finite=False))
     return np.maximum(var, 0.0)

@@ -97,6 +97,35 @@ def test_full_rank_pivoted_cholesky_reconstructs_k_and_preconditioner_inverts():
     np.testing.assert_allclose(pre.solve(R), np.linalg.solve(L.T @ L + 0.05 * np.eye(80), R), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("batch", [(1, 1), (3, 8), None])
+def test_blocked_pivoted_cholesky_takes_the_greedy_pivots(monkeypatch, batch):
+    """Each pivot has the largest residual variance given the pivots before it (Harbrecht et al. 2012,
+    Alg. 1), whatever the batch sizes: batches accept a candidate only when it is the greedy choice."""
+    if batch is not None:
+        monkeypatch.setattr(gp_large, "_PIVOT_BATCH_MIN", batch[0])
+        monkeypatch.setattr(gp_large, "_PIVOT_BATCH_MAX", batch[1])
+    _, kernel, X, _, _, _ = _problem(150, seed=3)
+    K = kernel(X)
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=70)
+    assert len(pivots) == 70 and len(set(pivots.tolist())) == 70
+    d = np.diag(K).copy()
+    for m, pivot in enumerate(pivots):
+        assert d[pivot] >= np.max(d) - 1e-12 * np.max(K), f"pivot {m} is not the largest residual variance"
+        d -= L[m] ** 2
+    np.testing.assert_allclose(residual, np.diag(K - L.T @ L), atol=1e-10 * np.max(K))
+    # L reproduces K on the pivots' rows: K(pivots, X) = L[:, pivots]ᵀ L
+    np.testing.assert_allclose(L[:, pivots].T @ L, K[pivots], atol=1e-10 * np.max(K))
+
+
+def test_pivoted_cholesky_stops_at_the_trace_tolerance():
+    _, kernel, X, _, _, _ = _problem(120, seed=4)
+    trace = float(np.trace(kernel(X)))
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=120, tol=0.05)
+    assert np.sum(residual) <= 0.05 * trace
+    before_last = residual + L[-1] ** 2
+    assert np.sum(before_last) > 0.05 * trace    # one pivot fewer would not have met the tolerance
+
+
 def test_low_rank_preconditioner_with_fitc_diagonal_inverts_and_keeps_the_diagonal():
     _, kernel, X, _, _, _ = _problem(80)
     L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=10)
@@ -229,6 +258,26 @@ def test_bad_solver_options_name_the_parameter(params, name):
     assert excinfo.value.parameter == name
 
 
+def test_default_rank_grows_with_n_within_its_bounds_and_memory():
+    assert gp_large.default_rank(100) == 100                  # never more pivots than points
+    assert gp_large.default_rank(2000) == 300                 # floor
+    assert gp_large.default_rank(20_000) == 2000              # N / 10
+    assert gp_large.default_rank(50_000) == 4000              # cap
+    assert gp_large.default_rank(500_000) == 500              # two k × N factors stay within memory
+    assert gp_large.check_cg_options(None)["rank"] is None
+    assert gp_large.check_cg_options({"rank": None})["rank"] is None
+
+
+def test_cg_fit_uses_the_default_rank(monkeypatch):
+    monkeypatch.setattr(gp_large, "_DEFAULT_RANK_BOUNDS", (7, 9))
+    _, kernel, X, y, _, _ = _problem(120)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.05, method="cg").fit(X, y)
+    assert gp._preconditioner.rank == gp_large.default_rank(120) == 9   # N / 10 = 12, capped at 9
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.05, method="cg",
+                                     cg_options={"rank": 5}).fit(X, y)
+    assert gp._preconditioner.rank == 5
+
+
 # --------------------------------------------------------- stochastic-trace gradient
 def test_stochastic_lml_gradient_matches_exact_within_monte_carlo_bound():
     _, kernel, X, y, _, _ = _problem(250)
@@ -290,6 +339,9 @@ def test_pivot_blocks_partition_the_points_and_group_them_with_a_pivot():
     # the order is by most correlated pivot: owners never decrease along the concatenated blocks
     owner = np.argmax(kernel(X[pivots], X), axis=0)
     assert np.all(np.diff(owner[together]) >= 0)
+    # the covariances from the kernel (what with_blocks uses) give the same blocks as those from L
+    from_kernel = gp_large.pivot_blocks(L, pivots, 40, kernel, X)
+    assert [b.tolist() for b in from_kernel] == [b.tolist() for b in blocks]
 
 
 def test_pitc_preconditioner_inverts_and_matches_k_on_its_blocks():
