@@ -85,6 +85,8 @@ def default_rank(n):
 _PIVOTED_CHOLESKY_TOL = 1e-10
 # Candidates per batch of the blocked pivoted Cholesky (see pivoted_cholesky).
 _PIVOT_BATCH_MIN, _PIVOT_BATCH_MAX = 16, 512
+# Residual variances at or below this fraction of the largest diagonal entry count as zero.
+_PIVOT_RELATIVE_FLOOR = 1e-13
 
 
 def check_cg_options(cg_options):
@@ -178,6 +180,8 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
 
     b doubles while whole batches are accepted and shrinks to what was accepted
     otherwise (between :data:`_PIVOT_BATCH_MIN` and :data:`_PIVOT_BATCH_MAX`).
+    Residual variances at most :data:`_PIVOT_RELATIVE_FLOOR` of the largest
+    diagonal entry count as zero, so a repeated point never becomes a pivot.
 
     Returns
     -------
@@ -192,10 +196,12 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
     k_max = min(int(max_rank), N)
     L = np.zeros((k_max, N))
     pivots = np.zeros(k_max, dtype=np.int64)
+    # residual variances at rounding level (a duplicate of a pivot: ~1e-16 of the diagonal) are zero
+    floor = _PIVOT_RELATIVE_FLOOR * float(np.max(d, initial=0.0))
     k, batch = 0, _PIVOT_BATCH_MIN
     while k < k_max:
         remaining = float(np.sum(d))
-        if not np.max(d) > 0 or remaining <= tol * trace:
+        if not np.max(d) > floor or remaining <= tol * trace:
             break
         b = min(batch, k_max - k)
         if b < N:
@@ -207,7 +213,7 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
         G = np.array(kernel(X[candidates], X), dtype=np.float64)
         if k:
             G -= L[:k, candidates].T @ L[:k]
-        accepted, T = _greedy_in_batch(G[:, candidates], d[candidates], outside)
+        accepted, T = _greedy_in_batch(G[:, candidates], d[candidates], max(outside, floor))
         rows = solve_triangular(T, G[accepted], trans="T", lower=False, check_finite=False)
         # Harbrecht's stopping rule, pivot by pivot: pivot m is kept while Σ d before it exceeds tol·tr K
         removed = np.cumsum(np.einsum("ij,ij->i", rows, rows))

@@ -117,6 +117,19 @@ def test_blocked_pivoted_cholesky_takes_the_greedy_pivots(monkeypatch, batch):
     np.testing.assert_allclose(L[:, pivots].T @ L, K[pivots], atol=1e-10 * np.max(K))
 
 
+def test_pivoted_cholesky_takes_no_duplicate_of_a_pivot():
+    """Repeated points have a residual variance at rounding level once their twin is a pivot:
+    they must not become pivots (a division by ~1e-8), even with tol = 0."""
+    _, kernel, X, _, _, _ = _problem(60, seed=5)
+    X2 = np.vstack([X, X, X[:10]])
+    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X2, max_rank=130, tol=0.0)
+    assert len(pivots) == 60
+    assert len({X2[p].tobytes() for p in pivots}) == 60
+    K = kernel(X2)
+    np.testing.assert_allclose(L.T @ L, K, atol=1e-10 * np.max(K))
+    assert np.max(np.abs(L)) <= np.sqrt(np.max(np.diag(K))) * (1 + 1e-12)
+
+
 def test_pivoted_cholesky_stops_at_the_trace_tolerance():
     _, kernel, X, _, _, _ = _problem(120, seed=4)
     trace = float(np.trace(kernel(X)))
