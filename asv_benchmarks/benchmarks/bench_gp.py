@@ -11,7 +11,8 @@ skipped), as does the NumPy reference beyond its size limit.
 from fastfm import GaussianProcessRegressor
 from fastfm._backends import available_backends
 from fastfm.benchmarks.regression import make_mixed_regression
-from fastfm.gp_large import kernel_matvec
+from fastfm.gp_large import (DEFAULT_CG_OPTIONS, PivotedCholeskyPreconditioner, default_rank, kernel_matvec,
+                             pivoted_cholesky)
 from fastfm.kernels import ModLap
 
 BACKENDS = ["cpp", "numpy", "cuda"]
@@ -64,3 +65,23 @@ class KernelMatvec:
 
     def time_matvec(self, backend, n, r):
         kernel_matvec(self.kernel, self.X, self.V)
+
+
+class PreconditionerSetup:
+    """The large-N solver's preconditioner: blocked pivoted Cholesky to rank k, then the PITC blocks
+    and the Woodbury factor (``fastfm.gp_large``), at the default rank N/10 and at a fixed rank."""
+
+    params = (BACKENDS, [2000, 5000, 20000], ["default", 300])
+    param_names = ["backend", "N", "rank"]
+    timeout = 600
+
+    def setup(self, backend, n, rank):
+        self.kernel, self.X, _, _ = _setup(backend, n)
+        self.rank = default_rank(n) if rank == "default" else rank
+
+    def time_pivoted_cholesky(self, backend, n, rank):
+        pivoted_cholesky(self.kernel, self.X, self.rank)
+
+    def time_pivoted_cholesky_and_pitc(self, backend, n, rank):
+        L, pivots, _ = pivoted_cholesky(self.kernel, self.X, self.rank)
+        PivotedCholeskyPreconditioner.with_blocks(self.kernel, self.X, L, pivots, 1e-2, DEFAULT_CG_OPTIONS["block_size"])
