@@ -127,7 +127,7 @@ def bench(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m fastfm", description=__doc__,
+    parser = argparse.ArgumentParser(prog="fastfm", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bench", help="run BO on a built-in benchmark problem")
