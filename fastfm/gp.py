@@ -332,9 +332,12 @@ class GaussianProcessRegressor:
     max_exact_n : int, default 20000
         Largest N that ``method="auto"`` factorises exactly.
     cg_options : dict or None
-        Overrides of ``fastfm.gp_large.DEFAULT_CG_OPTIONS`` (tol, max_iter,
-        rank, subset, n_probes, block_size: the PITC block size of the
-        preconditioner, 1 for the FITC diagonal).
+        Overrides of ``fastfm.gp_large.DEFAULT_CG_OPTIONS``: tol (relative
+        PCG residual, default 1e-2), max_iter, rank (pivoted-Cholesky
+        preconditioner rank; default None = ``gp_large.default_rank(N)``,
+        N/10 between 300 and 4,000: the fitted model keeps two rank × N
+        float64 arrays, 3.2 GB at N = 50,000), subset, n_probes, block_size
+        (the PITC block size of the preconditioner, 1 for the FITC diagonal).
 
     Attributes
     ----------
