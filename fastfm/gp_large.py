@@ -262,7 +262,7 @@ def pivot_blocks(L, pivots, block_size, kernel=None, X=None):
     residual correlation.  K(pivots, X) = L[:, pivots]ᵀ L exactly (the pivoted
     Cholesky reproduces the pivot rows); given ``kernel`` and ``X`` it is
     evaluated instead, k·N kernel pairs against the k²N flops of the product
-    (at k = 4,000, N = 20,000: under a second against 9 s on two cores).
+    (at k = 4,000, N = 20,000 on two idle cores: 2.0 s against 9.3 s, the same blocks).
 
     Returns
     -------
