@@ -287,7 +287,8 @@ def pivot_blocks(L, pivots, block_size, kernel=None, X=None):
 class PivotedCholeskyPreconditioner:
     """P = LᵀL + D, D = residual + noise·I, applied as P⁻¹ by Woodbury with one k×k Cholesky.
 
-    P⁻¹ v = D⁻¹v − D⁻¹Lᵀ (I_k + L D⁻¹ Lᵀ)⁻¹ L D⁻¹v.
+    P⁻¹ v = D⁻¹v − D⁻¹Lᵀ (I_k + L D⁻¹ Lᵀ)⁻¹ L D⁻¹v, evaluated with D = C Cᵀ (C diagonal, or one
+    Cholesky factor per block) and Z = C⁻¹Lᵀ as C⁻ᵀ (I − Z (I_k + ZᵀZ)⁻¹ Zᵀ) C⁻¹ v.
 
     The residual part of D is one of
     * None: D = noise·I (the plain low-rank + noise preconditioner);
@@ -317,9 +318,9 @@ class PivotedCholeskyPreconditioner:
     blocks: list = None
     block_residuals: list = field(default=None, repr=False)
     _inner: tuple = field(init=False, repr=False)
-    _d_inv: np.ndarray = field(init=False, repr=False)
+    _d_sqrt: np.ndarray = field(init=False, repr=False)
     _block_factors: list = field(init=False, repr=False)
-    _d_inv_Lt: np.ndarray = field(init=False, repr=False)
+    _Z: np.ndarray = field(init=False, repr=False)
     _dtc_cache: tuple = field(default=None, init=False, repr=False)   # (noise, factor) of dtc_factor
 
     def __post_init__(self):
@@ -336,15 +337,21 @@ class PivotedCholeskyPreconditioner:
             self._block_factors = factors
         else:
             diagonal = np.full(n, float(self.noise)) if self.residual is None else self.residual + self.noise
-            self._d_inv = 1.0 / diagonal
-        self._d_inv_Lt = self._solve_d(self.L.T) if k else None
-        self._inner = cho_factor(np.eye(k) + self.L @ self._d_inv_Lt, lower=True, check_finite=False) if k else None
+            self._d_sqrt = np.sqrt(diagonal)
+        # With D = C Cᵀ and Z = C⁻¹Lᵀ: P = C (I + Z Zᵀ) Cᵀ, so P⁻¹ = C⁻ᵀ (I − Z (I_k + ZᵀZ)⁻¹ Zᵀ) C⁻¹.
+        # One triangular solve per block and the symmetric product ZᵀZ: half the flops of D⁻¹Lᵀ by
+        # Cholesky solves and the general product L (D⁻¹Lᵀ).
+        self._Z = self._half_solve(self.L.T) if k else None
+        self._inner = cho_factor(np.eye(k) + self._Z.T @ self._Z, lower=True, check_finite=False) if k else None
 
     @classmethod
     def with_blocks(cls, kernel, X, L, pivots, noise, block_size):
         """The PITC preconditioner: blocks from :func:`pivot_blocks`, (K − LᵀL)[b, b] evaluated per block."""
         blocks = pivot_blocks(L, pivots, block_size, kernel, X)
-        residuals = [np.asarray(kernel(X[b]), dtype=np.float64) - L[:, b].T @ L[:, b] for b in blocks]
+        residuals = []
+        for b in blocks:
+            L_b = L[:, b]
+            residuals.append(np.asarray(kernel(X[b]), dtype=np.float64) - L_b.T @ L_b)   # L_bᵀL_b: one gather, syrk
         return cls(L, pivots, noise, blocks=blocks, block_residuals=residuals)
 
     @property
@@ -360,21 +367,22 @@ class PivotedCholeskyPreconditioner:
             self._dtc_cache = cached = (noise, factor)
         return cached[1]
 
-    def _solve_d(self, R):
-        """D⁻¹ R for R of shape (N, r)."""
+    def _half_solve(self, R, transposed=False):
+        """C⁻¹R (C⁻ᵀR if ``transposed``) for R of shape (N, r), where D = C Cᵀ (C lower, blockwise)."""
         if self._block_factors is None:
-            return self._d_inv[:, None] * R
-        out = np.empty_like(R)
-        for block, factor in zip(self.blocks, self._block_factors):
-            out[block] = cho_solve(factor, R[block], check_finite=False)
+            return R / self._d_sqrt[:, None]
+        out = np.empty(R.shape)
+        for block, (factor, _) in zip(self.blocks, self._block_factors):
+            out[block] = solve_triangular(factor, R[block], lower=True, trans="T" if transposed else "N",
+                                          check_finite=False)
         return out
 
     def solve(self, R):
         """P⁻¹ R for R of shape (N, r)."""
-        scaled = self._solve_d(R)
-        if self._inner is None:
-            return scaled
-        return scaled - self._d_inv_Lt @ cho_solve(self._inner, self.L @ scaled, check_finite=False)
+        scaled = self._half_solve(R)
+        if self._inner is not None:
+            scaled = scaled - self._Z @ cho_solve(self._inner, self._Z.T @ scaled, check_finite=False)
+        return self._half_solve(scaled, transposed=True)
 
 
 # --------------------------------------------------------------------------- PCG
