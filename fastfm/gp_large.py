@@ -273,11 +273,12 @@ def pivot_blocks(L, pivots, block_size, kernel=None, X=None):
         return [np.arange(N)[i:i + max(1, block_size)] for i in range(0, N, max(1, block_size))]
     owner = np.empty(N, dtype=np.int64)
     slab = max(1, (1 << 26) // len(pivots))   # (k, slab) covariances at a time: 512 MB at most
+    pivot_side = X[pivots] if kernel is not None else L[:, pivots].T
     for a0 in range(0, N, slab):
         if kernel is not None:
-            covariance = kernel(X[pivots], X[a0:a0 + slab])
+            covariance = kernel(pivot_side, X[a0:a0 + slab])
         else:
-            covariance = L[:, pivots].T @ L[:, a0:a0 + slab]
+            covariance = pivot_side @ L[:, a0:a0 + slab]
         owner[a0:a0 + slab] = np.argmax(covariance, axis=0)
     order = np.argsort(owner, kind="stable")
     return [order[i:i + block_size] for i in range(0, N, block_size)]
@@ -331,9 +332,9 @@ class PivotedCholeskyPreconditioner:
                 raise ValueError("blocks need one residual matrix each (block_residuals)")
             factors = []
             for block, S in zip(self.blocks, self.block_residuals):
-                S = np.array(S, dtype=np.float64)
+                S = np.array(S, dtype=np.float64)   # our copy: the caller's matrix stays as given
                 S[np.diag_indices_from(S)] += self.noise
-                factors.append(cho_factor(S, lower=True, check_finite=False))
+                factors.append(cho_factor(S, lower=True, overwrite_a=True, check_finite=False))
             self._block_factors = factors
         else:
             diagonal = np.full(n, float(self.noise)) if self.residual is None else self.residual + self.noise
