@@ -217,6 +217,20 @@ std::string path_name(fastfm::FactorPath path) {
     }
 }
 
+// Which factors of the Gram path have the rational form (fm.hpp, prepare_rational_factor) at these
+// hyperparameters, and whether the plan uses it: a test and diagnostics hook.
+py::dict fm_gram_rational_forms(const Tables& tables, const py::object& alphas, const py::object& betas,
+                                double variance, int kind, const py::object& coefficients, double exponent) {
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const fastfm::FMPlan<double> plan = make_plan(h, 0);
+    py::list factors;
+    for (const auto& var : plan.variables) factors.append(path_name(var.rational));
+    py::dict out;
+    out["factors"] = factors;
+    out["rational"] = plan.rational;
+    return out;
+}
+
 // ----------------------------------------------------------------------------
 // Entry points (same order of arguments as numpy_backend)
 // ----------------------------------------------------------------------------
@@ -735,6 +749,10 @@ PYBIND11_MODULE(_cpp, m) {
           py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"), py::arg("coefficients"),
           py::arg("exponent"), py::arg("num_threads") = 0,
           "FM Gram matrix, shape (N, M), or (N, N) when C2 = D2 = None (computed once per pair and mirrored).");
+    m.def("fm_gram_rational_forms", &fm_gram_rational_forms, py::arg("tables"), py::arg("alphas"), py::arg("betas"),
+          py::arg("variance"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
+          "{'factors': per variable 'complete', 'tridiagonal' or 'general' (no rational form), 'rational': bool}: "
+          "the factors that the Gram and K·V paths evaluate in rational form at these hyperparameters.");
     m.def("fm_gram_from_argument", &fm_gram_from_argument, py::arg("R"), py::arg("D1"), py::arg("D2"),
           py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,

@@ -33,6 +33,14 @@ class SpectralTables:
 def fm_gram(C1: ArrayLike, D1: ArrayLike, C2: ArrayLike | None, D2: ArrayLike | None, tables: SpectralTables,
             alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
             exponent: float, num_threads: int = 0) -> NDArray[np.float64]: ...
+class _RationalForms(TypedDict):
+    factors: list[str]
+    rational: bool
+
+def fm_gram_rational_forms(tables: SpectralTables, alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int,
+                           coefficients: ArrayLike, exponent: float) -> _RationalForms:
+    """Per variable 'complete', 'tridiagonal' or 'general' (no rational form), and whether the Gram and
+    K·V paths use the rational form (one division per pair) at these hyperparameters."""
 def fm_gram_from_argument(R: ArrayLike, D1: ArrayLike, D2: ArrayLike | None, tables: SpectralTables,
                           alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
                           exponent: float, num_threads: int = 0) -> NDArray[np.float64]: ...

@@ -13,6 +13,7 @@ The tests skip only when the extension is not built; ``test_cpp_backend_is_built
 fails in that case unless ``FASTFM_ALLOW_NO_EXTENSION=1``.
 """
 import os
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -217,6 +218,118 @@ def test_gram_with_tiny_beta(cpp):
     C, D = _inputs(space, 30, seed=14)
     args = _hyper(space, 15, Modulation(), beta_range=(1e-40, 1e-39))
     assert_close(cpp.fm_gram(C, D, None, None, *args), numpy_backend.fm_gram(C, D, None, None, *args))
+
+
+# ---------------------------------------------------- rational factor form
+# Single-term Laplace factors of complete graphs and of tridiagonal graphs with ≤ 8 states are evaluated as
+# Num(s)/Den(s) with one division per pair for all of them (fm.hpp, prepare_rational_factor); distant pairs,
+# whose Den product would leave [1, 1e150], fall back to the per-factor paths.
+RATIONAL_SPACE = ff.Space([ff.Real(f"c{d}", 0.0, 1.0) for d in range(3)]
+                          + [ff.Categorical("n4", list(range(4))), ff.Categorical("n2", [0, 1]),
+                             ff.Categorical("n17", list(range(17)))]
+                          + [ff.Ordinal(f"o{n}", list(range(n))) for n in range(2, 9)]
+                          + [ff.Graph("weighted_path", 6, _path_edges(6), weights=[1.0, 0.5, 2.0, 1.0, 3.0]),
+                             ff.Ordinal("o9", list(range(9))),
+                             ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)])])
+RATIONAL_EXPECTED = ["complete"] * 3 + ["tridiagonal"] * 8 + ["general"] * 2
+
+
+def _rational_forms(cpp, space, args):
+    spectra, alphas, betas, variance, modulation = args
+    return cpp._cpp.fm_gram_rational_forms(cpp._tables(spectra), alphas, betas, variance, int(modulation.kind),
+                                           np.asarray(modulation.coefficients, dtype=float),
+                                           float(modulation.exponent))
+
+
+def test_rational_form_covers_nominal_and_short_path_factors(cpp):
+    args = _hyper(RATIONAL_SPACE, 30, Modulation())
+    assert _rational_forms(cpp, RATIONAL_SPACE, args) == {"factors": RATIONAL_EXPECTED, "rational": True}
+    # single-term with another exponent and coefficient: still rational
+    args = _hyper(RATIONAL_SPACE, 30, MODULATIONS["single_term_t1"])
+    assert _rational_forms(cpp, RATIONAL_SPACE, args)["rational"]
+    # several Laplace terms, or the diffusion modulation: no rational form
+    for name in ("family_t1.3", "diffusion"):
+        forms = _rational_forms(cpp, RATIONAL_SPACE, _hyper(RATIONAL_SPACE, 30, MODULATIONS[name]))
+        assert forms == {"factors": ["general"] * len(RATIONAL_EXPECTED), "rational": False}, name
+    # β so small that the numerators' product could underflow: the plan keeps the per-factor paths
+    tiny = _hyper(RATIONAL_SPACE, 30, Modulation(), beta_range=(1e-40, 1e-39))
+    assert not _rational_forms(cpp, RATIONAL_SPACE, tiny)["rational"]
+
+
+def _exact_resolvent_entry(T, v, w):
+    """[T⁻¹]_vw of a matrix of Fractions, by Gauss-Jordan elimination on T x = e_w (no rounding)."""
+    n = len(T)
+    A = [list(row) + [Fraction(int(i == w))] for i, row in enumerate(T)]
+    for k in range(n):  # T is positive definite: no pivoting needed
+        for i in range(n):
+            if i != k and A[i][k] != 0:
+                ratio = A[i][k] / A[k][k]
+                A[i] = [x - ratio * y for x, y in zip(A[i], A[k])]
+    return A[v][n] / A[v][v]
+
+
+def _exact_kernel(space, c1, d1, c2, d2, args):
+    """K between two points in exact rational arithmetic: σ² Π_p a_1 [((1 + α_p r) I + β_p L_p)⁻¹]_{v v'}
+    (paper Eq. 5 with f = a_1/u), r = d² of the scaled coordinates; L_p as the space builds it."""
+    _, alphas, betas, variance, modulation = args
+    leading = Fraction(float(modulation.coefficients[0]))
+    r = sum((Fraction(float(x)) - Fraction(float(y))) ** 2 for x, y in zip(c1, c2))
+    if modulation.exponent == 1.0:
+        r = Fraction(np.sqrt(float(r)))  # rounded once, as every backend does
+    value = Fraction(float(variance))
+    for p, param in enumerate(space.discrete_params):
+        L = np.round(param.spectrum.laplacian() * 2 ** 20) / 2 ** 20  # the graph's exact (dyadic) weights
+        s = Fraction(float(alphas[p])) * r
+        beta = Fraction(float(betas[p]))
+        n = len(L)
+        T = [[(1 + s if i == k else 0) + beta * Fraction(float(L[i, k])) for k in range(n)] for i in range(n)]
+        value *= leading * _exact_resolvent_entry(T, int(d1[p]), int(d2[p]))
+    return value
+
+
+@pytest.mark.parametrize("beta_range", [(1e-3, 2e-3), (0.05, 5.0), (20.0, 60.0)], ids=["beta_small", "beta_mid",
+                                                                                        "beta_large"])
+@pytest.mark.parametrize("alpha_range", [(1e-3, 2e-3), (0.05, 5.0), (20.0, 60.0)], ids=["alpha_small", "alpha_mid",
+                                                                                         "alpha_large"])
+@pytest.mark.parametrize("modulation", [Modulation(), MODULATIONS["single_term_t1"]], ids=["modlap", "t1"])
+def test_rational_gram_matches_exact_arithmetic(cpp, alpha_range, beta_range, modulation):
+    """Every entry to 1e-12 relative, however small: off-diagonal states of a short path at small β give
+    factors ~β^7, where the NumPy reference's eigen-sum cancels (its error is ~1e-16 absolute per factor),
+    so the reference here is exact rational arithmetic on sampled pairs, and NumPy only where it is accurate."""
+    C, D = _inputs(RATIONAL_SPACE, 41, seed=31)
+    C2, D2 = _inputs(RATIONAL_SPACE, 150, seed=32)  # > one column chunk
+    args = _hyper(RATIONAL_SPACE, 33, modulation, alpha_range=alpha_range, beta_range=beta_range)
+    # the cycle's factor is an eigen-sum (general path), accurate to ~1e-16 of its largest term only: a
+    # moderate β and a small α keep its entries well above that
+    args[1][-1], args[2][-1] = 0.01, 0.7
+    assert _rational_forms(cpp, RATIONAL_SPACE, args)["rational"]
+    K = cpp.fm_gram(C, D, C2, D2, *args)
+    K_sym = cpp.fm_gram(C, D, None, None, *args)
+    rng = np.random.default_rng(37)
+    for a, b in zip(rng.integers(0, 41, 12), rng.integers(0, 150, 12)):
+        exact = _exact_kernel(RATIONAL_SPACE, C[a], D[a], C2[b], D2[b], args)
+        assert abs(K[a, b] - float(exact)) <= 1e-12 * float(exact), (a, b, K[a, b], float(exact))
+    for a, b in zip(rng.integers(0, 41, 6), rng.integers(0, 41, 6)):
+        exact = _exact_kernel(RATIONAL_SPACE, C[a], D[a], C[b], D[b], args)
+        assert abs(K_sym[a, b] - float(exact)) <= 1e-12 * float(exact), (a, b, K_sym[a, b], float(exact))
+    if beta_range[0] >= 0.05:  # where the reference's eigen-sums are accurate to 1e-12 of the largest entry
+        assert_close(K, numpy_backend.fm_gram(C, D, C2, D2, *args))
+        assert_close(K_sym, numpy_backend.fm_gram(C, D, None, None, *args))
+    V = np.random.default_rng(34).standard_normal((150, 3))
+    assert_close(cpp.fm_gram_matvec(C, D, C2, D2, V, *args), K @ V, scale=np.abs(K) @ np.abs(V))
+
+
+@pytest.mark.parametrize("lengthscale", [0.05, 0.01], ids=["some_chunks_fall_back", "most_chunks_fall_back"])
+def test_rational_gram_falls_back_for_distant_pairs(cpp, lengthscale):
+    """Short lengthscales make s = α d² large: chunks whose Den product passes 1e150 take the per-factor path
+    and must agree with the reference as well (tiny but nonzero kernel values, no inf or NaN)."""
+    C, D = _inputs(RATIONAL_SPACE, 60, seed=35, lengthscale=lengthscale)
+    args = _hyper(RATIONAL_SPACE, 36, Modulation(), alpha_range=(0.5, 2.0))
+    assert _rational_forms(cpp, RATIONAL_SPACE, args)["rational"]
+    expected = numpy_backend.fm_gram(C, D, None, None, *args)
+    actual = cpp.fm_gram(C, D, None, None, *args)
+    assert np.all(np.isfinite(actual)) and np.all(actual > 0)
+    assert_close(actual, expected)
 
 
 # -------------------------------------------------------------- reductions

@@ -267,7 +267,91 @@ struct VariablePlan {
     bool scaled_continuants = false;
     std::vector<T> inv_pi;        // 1/π_k, k < n
     std::vector<T> leading_pi;    // a_1 π_k, k < n
+    // Rational form of F (single-term Laplace, complete graphs and tridiagonal graphs with at most
+    // kRationalTableStates states; see multiply_rational_factors): F = Num_vw(s) / Den(s).
+    FactorPath rational = FactorPath::general;  // general: not rational
+    // complete: Num = a_1 (same_constant + s) for v' = v, off_numerator otherwise; Den = (c0 + s)(c1 + s)
+    T rational_same_constant = 0, rational_off_numerator = 0;
+    // tridiagonal: Den = θ_n(s), coefficients of s^0..s^n; Num_vw(s) coefficient of s^k at
+    // rational_numerators[(v n + k) kRationalTableStates + w] (zero-padded to the table width)
+    std::vector<T> rational_denominator;
+    std::vector<T> rational_numerators;
+    T rational_floor = 0;  // min over v, w of Num_vw(0) (> 0): Num_vw(s) ≥ it for s ≥ 0
 };
+
+// Tridiagonal graphs up to this many states take the rational path: one numerator table row is one
+// vector of eight doubles, so a column state selects its coefficient with one permute.
+constexpr int kRationalTableStates = 8;
+
+// Coefficients (ascending powers of s) of the polynomial product a·b.
+template <typename T>
+inline std::vector<T> polynomial_product(const std::vector<T>& a, const std::vector<T>& b) {
+    std::vector<T> c(a.size() + b.size() - 1, T(0));
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (std::size_t k = 0; k < b.size(); ++k) c[i + k] += a[i] * b[k];
+    return c;
+}
+
+// The rational form of a single-term Laplace factor F = a_1 [((1+s)I + βL)⁻¹]_vw (paper Eq. 5 with
+// f = a_1/u), whose Num and Den are polynomials in s with non-negative coefficients, so that
+// Horner's rule at s ≥ 0 adds positive terms only (no cancellation):
+//  complete graph: F = a_1 (1/n)/u0 + a_1 (δ − 1/n)/u1 with u_g = c_g + s; over Den = u0 u1
+//      Num = a_1 (c1/n + (1 − 1/n) c0 + s) for v' = v, and a_1 βμ_1/n otherwise;
+//  tridiagonal graph (Usmani, see multiply_factor_tridiagonal): Den = θ_n(s),
+//      Num_vw = a_1 Π_{k=lo}^{hi−1} βw_k · θ_lo(s) φ_{hi+1}(s),  lo = min(v, w), hi = max(v, w),
+//  whose continuants are products Π_i (λ_i + s) over the eigenvalues λ_i ≥ 1 of principal blocks of
+//  I + βL: positive coefficients, Den(s) ≥ 1.
+template <typename T>
+inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
+    const VariableSpectrum<T>& spec = *var.spectrum;
+    const int n = spec.n_states;
+    if (var.path == FactorPath::complete) {
+        const T inv_n = T(1) / T(n);
+        var.rational = FactorPath::complete;
+        var.rational_same_constant = var.shift[1] * inv_n + (T(1) - inv_n) * var.shift[0];
+        var.rational_off_numerator = leading * var.beta_mu[1] * inv_n;
+        var.rational_floor = std::min(leading * var.rational_same_constant, var.rational_off_numerator);
+        return;
+    }
+    if (!var.tridiagonal_gram || n > kRationalTableStates) return;
+    // θ_0 = 1, θ_1 = d_0 + s, θ_{k+1} = (d_k + s) θ_k − c_{k−1} θ_{k−1}; φ_n = 1, φ_k from the other end
+    std::vector<std::vector<T>> theta(n + 1), phi(n + 1);
+    auto next = [](T d, const std::vector<T>& cur, T c, const std::vector<T>& prev) {
+        std::vector<T> out(cur.size() + 1, T(0));
+        for (std::size_t i = 0; i < cur.size(); ++i) {
+            out[i] += d * cur[i];
+            out[i + 1] += cur[i];
+        }
+        for (std::size_t i = 0; i < prev.size(); ++i) out[i] -= c * prev[i];
+        return out;
+    };
+    theta[0] = {T(1)};
+    theta[1] = {var.diagonal_shift[0], T(1)};
+    for (int k = 1; k < n; ++k) theta[k + 1] = next(var.diagonal_shift[k], theta[k], var.coupling_sq[k - 1], theta[k - 1]);
+    phi[n] = {T(1)};
+    phi[n - 1] = {var.diagonal_shift[n - 1], T(1)};
+    for (int k = n - 2; k >= 0; --k) phi[k] = next(var.diagonal_shift[k], phi[k + 1], var.coupling_sq[k], phi[k + 2]);
+    constexpr int W = kRationalTableStates;
+    std::vector<T> table(static_cast<std::size_t>(n) * n * W, T(0));
+    T floor = std::numeric_limits<T>::infinity();
+    for (int v = 0; v < n; ++v)
+        for (int w = 0; w < n; ++w) {
+            const int lo = std::min(v, w), hi = std::max(v, w);
+            const std::vector<T> numerator = polynomial_product(theta[lo], phi[hi + 1]);
+            const T product = var.coupling_product[static_cast<std::size_t>(v) * n + w];
+            for (std::size_t k = 0; k < numerator.size(); ++k) {
+                if (!(numerator[k] >= T(0))) return;  // rounding made a coefficient negative: keep the continuants
+                table[(static_cast<std::size_t>(v) * n + k) * W + w] = product * numerator[k];
+            }
+            floor = std::min(floor, product * numerator[0]);
+        }
+    for (const T c : theta[n])
+        if (!(c >= T(0))) return;
+    var.rational = FactorPath::tridiagonal;
+    var.rational_denominator = theta[n];
+    var.rational_numerators = std::move(table);
+    var.rational_floor = floor;
+}
 
 // Largest graph for which the continuant recurrences are unrolled at compile time.
 constexpr int kMaxUnrolledStates = 12;
@@ -288,6 +372,10 @@ struct FMPlan {
     // Every variable nominal (complete graph) and f = a_1/u: the reduction then
     // has a register-blocked kernel (complete_reduction_registers).
     bool all_complete_single_term = false;
+    // Some variable has a rational form and the products of their Num and Den over a chunk stay in
+    // range while Π Den ≤ rational_limit (see multiply_rational_factors).
+    bool rational = false;
+    T rational_limit = 0;
 
     std::size_t n_variables() const { return variables.size(); }
 
@@ -347,7 +435,22 @@ struct FMPlan {
                     }
                 }
             }
+            if (single_term && allow_tridiagonal) prepare_rational_factor(var, leading);
         }
+        // Every partial product of the Num_p is ≥ Π min(1, floor_p) (Num_p(s) ≥ Num_p(0) for s ≥ 0), and
+        // ≤ max(1, a_1)^P times the partial product of the Den_p (F_p ≤ a_1: T(s) ⪰ I), itself ≤ Π Den_p
+        // (each Den_p ≥ 1).  With Π min(1, floor_p) ≥ 1e-150 and Π Den_p ≤ 1e150 / max(1, a_1)^P every
+        // intermediate and the quotient Num/Den stay within [1e-300, 1e300].
+        T floor = T(1), growth = T(1);
+        int n_rational = 0;
+        for (const VariablePlan<T>& var : variables)
+            if (var.rational != FactorPath::general) {
+                ++n_rational;
+                floor *= std::min(T(1), var.rational_floor);
+                growth *= std::max(T(1), leading);
+            }
+        rational_limit = T(1e150) / growth;
+        rational = n_rational > 0 && floor >= T(1e-150) && rational_limit >= T(1e30);
     }
 };
 
@@ -365,13 +468,14 @@ struct Workspace {
     std::vector<T> beta_scale;          // per variable, see factor_derivatives
     std::vector<int32_t> gather_index;  // B
     std::vector<T> register_terms;      // (2 n_variables + 1) × B (complete_reduction_registers)
+    std::vector<T> numerator, denominator;  // B each (multiply_rational_factors)
 
     Workspace(std::size_t n_variables, int max_states)
         : sq(B), arg(B), scaled(B), prod(B), factor(B), x0(B), x1(B), horner(B), weights(B), omega(B), chain(B),
           F(n_variables * B), dF(n_variables * B), dFb(n_variables * B), others(n_variables * B),
           theta((2 * static_cast<std::size_t>(max_states) + 1) * B), phi((static_cast<std::size_t>(max_states) + 1) * B),
           transposed_weights(kReductionTileRows * B), beta_scale(n_variables), gather_index(B),
-          register_terms((2 * n_variables + 1) * B) {}
+          register_terms((2 * n_variables + 1) * B), numerator(B), denominator(B) {}
 };
 
 // ----------------------------------------------------------------------------
@@ -1496,6 +1600,130 @@ inline void argument_for_row(const GramProblem<T>& pb, std::size_t a, std::size_
     continuous_argument(ws.sq.data(), count, pb.plan->modulation.exponent, ws.arg.data());
 }
 
+// Rational factors (prepare_rational_factor): num[j] *= Num_vw(s_j), den[j] *= Den(s_j), s = α arg.
+// Complete graph: Den = (c0 + s)(c1 + s), Num selected between a_1 (same_constant + s) and off_numerator.
+template <typename T>
+inline void rational_complete_factor(const VariablePlan<T>& var, int v, const int32_t* FASTFM_RESTRICT states,
+                                     const T* FASTFM_RESTRICT arg, std::size_t count, T leading,
+                                     T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
+    const T alpha = var.alpha, c0 = var.shift[0], c1 = var.shift[1];
+    const T same_constant = leading * var.rational_same_constant, off = var.rational_off_numerator;
+    for (std::size_t j = 0; j < count; ++j) {
+        const T s = alpha * arg[j];
+        den[j] *= (c0 + s) * (c1 + s);
+        num[j] *= states[j] == v ? same_constant + leading * s : off;
+    }
+}
+
+// Tridiagonal graph with N states: Den = θ_N(s) and Num_vw(s) by Horner's rule, the coefficients of
+// Num_v· for the column's state w picked from the row's table by one permute per power of s.
+template <typename T, int N>
+inline void rational_tridiagonal_factor(const VariablePlan<T>& var, int v, const int32_t* FASTFM_RESTRICT states,
+                                        const T* FASTFM_RESTRICT arg, std::size_t count, T* FASTFM_RESTRICT num,
+                                        T* FASTFM_RESTRICT den) {
+    constexpr int W = kRationalTableStates;
+    const T alpha = var.alpha;
+    T dc[N + 1];
+    for (int k = 0; k <= N; ++k) dc[k] = var.rational_denominator[k];
+    const T* FASTFM_RESTRICT table = var.rational_numerators.data() + static_cast<std::size_t>(v) * N * W;
+    std::size_t j = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+    typedef T lanes __attribute__((vector_size(W * sizeof(T))));
+    typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type index_int;
+    typedef index_int index_lanes __attribute__((vector_size(W * sizeof(index_int))));
+    typedef int32_t state_lanes __attribute__((vector_size(W * sizeof(int32_t))));
+    lanes coefficients[N];
+    for (int k = 0; k < N; ++k) std::memcpy(&coefficients[k], table + k * W, sizeof(lanes));
+    // Two blocks of W columns per iteration: Horner's rule is one dependent chain per block, and two
+    // independent chains keep the FMA units busy.
+    constexpr int U = 2;
+    for (; j + U * W <= count; j += U * W) {
+        lanes s[U], d[U], numerator[U];
+        index_lanes index[U];
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            lanes r;
+            state_lanes w;
+            std::memcpy(&r, arg + j + u * W, sizeof r);
+            std::memcpy(&w, states + j + u * W, sizeof w);
+            s[u] = alpha * r;
+            index[u] = __builtin_convertvector(w, index_lanes);
+            d[u] = s[u] + dc[N - 1];  // Den is monic
+            numerator[u] = __builtin_shuffle(coefficients[N - 1], index[u]);
+        }
+#pragma GCC unroll 16
+        for (int k = N - 2; k >= 0; --k)
+#pragma GCC unroll 4
+            for (int u = 0; u < U; ++u) {
+                d[u] = d[u] * s[u] + dc[k];
+                numerator[u] = numerator[u] * s[u] + __builtin_shuffle(coefficients[k], index[u]);
+            }
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            lanes n_acc, d_acc;
+            std::memcpy(&n_acc, num + j + u * W, sizeof n_acc);
+            std::memcpy(&d_acc, den + j + u * W, sizeof d_acc);
+            n_acc *= numerator[u];
+            d_acc *= d[u];
+            std::memcpy(num + j + u * W, &n_acc, sizeof n_acc);
+            std::memcpy(den + j + u * W, &d_acc, sizeof d_acc);
+        }
+    }
+#endif
+    for (; j < count; ++j) {
+        const T s = alpha * arg[j];
+        const T* FASTFM_RESTRICT row = table + states[j];
+        T d = dc[N], numerator = row[(N - 1) * W];
+        for (int k = N - 1; k >= 0; --k) d = d * s + dc[k];
+        for (int k = N - 2; k >= 0; --k) numerator = numerator * s + row[k * W];
+        num[j] *= numerator;
+        den[j] *= d;
+    }
+}
+
+// Every factor with a rational form at once: out[j] *= Π_p Num_p / Π_p Den_p, one division per pair
+// instead of one per factor (and no continuant arrays).  The other factors are the caller's.  Returns
+// false, with out untouched, when Π Den_p exceeds plan.rational_limit for some column (huge s, i.e.
+// distant pairs): the products could then leave the safe range, and the caller takes the per-factor path.
+template <typename T>
+inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                      const PointColumns<T>& cols, std::size_t js, const T* FASTFM_RESTRICT arg,
+                                      std::size_t count, T* FASTFM_RESTRICT out, Workspace<T>& ws) {
+    T* FASTFM_RESTRICT num = ws.numerator.data();
+    T* FASTFM_RESTRICT den = ws.denominator.data();
+    for (std::size_t j = 0; j < count; ++j) num[j] = den[j] = T(1);
+    for (std::size_t p = 0; p < plan.n_variables(); ++p) {
+        const VariablePlan<T>& var = plan.variables[p];
+        const int state = static_cast<int>(v[p]);
+        const int32_t* states = cols.variable_states(p) + js;
+        if (var.rational == FactorPath::complete) {
+            rational_complete_factor(var, state, states, arg, count, plan.leading, num, den);
+            continue;
+        }
+        if (var.rational != FactorPath::tridiagonal) continue;
+        switch (var.spectrum->n_states) {
+#define FASTFM_RATIONAL_CASE(N) \
+    case N: rational_tridiagonal_factor<T, N>(var, state, states, arg, count, num, den); break;
+            FASTFM_RATIONAL_CASE(2)
+            FASTFM_RATIONAL_CASE(3)
+            FASTFM_RATIONAL_CASE(4)
+            FASTFM_RATIONAL_CASE(5)
+            FASTFM_RATIONAL_CASE(6)
+            FASTFM_RATIONAL_CASE(7)
+            FASTFM_RATIONAL_CASE(8)
+#undef FASTFM_RATIONAL_CASE
+            default: break;  // unreachable: prepare_rational_factor admits N ≤ kRationalTableStates
+        }
+    }
+    static_assert(kRationalTableStates == 8, "extend the cases above");
+    const T limit = plan.rational_limit;
+    int out_of_range = 0;  // an integer OR reduction vectorises; also true for NaN
+    for (std::size_t j = 0; j < count; ++j) out_of_range |= den[j] <= limit ? 0 : 1;
+    if (out_of_range) return false;
+    for (std::size_t j = 0; j < count; ++j) out[j] *= num[j] / den[j];
+    return true;
+}
+
 // K[a, js:js+count] into `out`: one chunk of one kernel row (the Gram tile and the matrix-free
 // product, matvec.hpp, share it).
 template <typename T>
@@ -1506,9 +1734,11 @@ inline void kernel_row_chunk(const GramProblem<T>& pb, Workspace<T>& ws, std::si
     argument_for_row(pb, a, js, count, ws);
     for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
     const int64_t* v = pb.rows_states + a * P;
+    const bool rational = plan.rational && multiply_rational_factors(plan, v, *pb.cols, js, ws.arg.data(), count, out, ws);
     for (std::size_t p = 0; p < P; ++p)
-        multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
-                        ws.arg.data(), count, out, ws);
+        if (!rational || plan.variables[p].rational == FactorPath::general)
+            multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
+                            ws.arg.data(), count, out, ws);
 }
 
 // visit(a, js, count) for rows a in [a0, a1) against the columns [js, js + count), in chunks of
