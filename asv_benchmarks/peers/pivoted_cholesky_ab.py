@@ -1,6 +1,8 @@
 """A/B of the pivoted Cholesky: the one-at-a-time loop of commit b4a5c84 against the current blocked one.
 
-    python asv_benchmarks/peers/pivoted_cholesky_ab.py N RANK
+    python asv_benchmarks/peers/pivoted_cholesky_ab.py N RANK [OLD_COMMIT]
+
+(OLD_COMMIT defaults to b4a5c84; 0f5b257 is the blocked version before the pool of rejected rows.)
 
 Loads ``fastfm/gp_large.py`` as of b4a5c84 (``git show``) next to the installed/current module and
 times both on the same inputs (the mixed regression set, ModLap at lengthscale 0.6, α = β = 0.5),
@@ -20,7 +22,7 @@ import fastfm as ff
 from fastfm import gp_large
 from fastfm.benchmarks.regression import make_mixed_regression
 
-OLD_COMMIT = "b4a5c84"
+OLD_COMMIT = sys.argv[3] if len(sys.argv) > 3 else "b4a5c84"
 
 
 def load_old_module():
@@ -41,7 +43,7 @@ def main():
     space, X, _, _, _ = make_mixed_regression(n, 10, seed=0)
     kernel = ff.kernels.ModLap(space, lengthscale=0.6, alpha=0.5, beta=0.5)
     results = {}
-    for label, function in (("one-at-a-time", old.pivoted_cholesky), ("blocked", gp_large.pivoted_cholesky)):
+    for label, function in ((f"at {OLD_COMMIT}", old.pivoted_cholesky), ("current", gp_large.pivoted_cholesky)):
         start = time.perf_counter()
         results[label] = function(kernel, X, rank)
         print(f"{label:>14}: {time.perf_counter() - start:6.2f} s, rank {len(results[label][1])}, "
