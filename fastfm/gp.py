@@ -337,7 +337,9 @@ class GaussianProcessRegressor:
         preconditioner rank; default None = ``gp_large.default_rank(N)``,
         N/10 between 300 and 4,000: the fitted model keeps two rank × N
         float64 arrays, 3.2 GB at N = 50,000), subset, n_probes, block_size
-        (the PITC block size of the preconditioner, 1 for the FITC diagonal).
+        (the PITC block size of the preconditioner, 1 for the FITC diagonal;
+        default None = ``gp_large.default_block_size(N)``, 4,000 up to
+        N = 50,000: two N × 4,000 float64 arrays, 1.6 GB each at N = 50,000).
 
     Attributes
     ----------

@@ -41,7 +41,8 @@ from ._backends import backend_function
 from .exceptions import InvalidConfigError, NumericalError
 
 __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholeskyPreconditioner", "pcg", "CGInfo",
-           "stochastic_lml_gradient", "dtc_variance", "DEFAULT_CG_OPTIONS", "check_cg_options", "default_rank"]
+           "stochastic_lml_gradient", "dtc_variance", "DEFAULT_CG_OPTIONS", "check_cg_options", "default_rank",
+           "default_block_size"]
 
 # Defaults of ``GaussianProcessRegressor(cg_options=...)``.
 #   tol: relative residual ‖r‖/‖b‖ at which a PCG column stops.  1e-2, GPyTorch's tolerance for
@@ -55,11 +56,13 @@ __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholesky
 #        4,000; its setup costs O(rank² N) flops (BENCHMARKS.md, "Preconditioner rank").
 #   subset: points on which hyperparameters are fitted exactly (see the module docstring).
 #   n_probes: Rademacher probes of the stochastic trace estimator.
-#   block_size: points per diagonal block of the PITC correction (1: the FITC diagonal).  1000 costs
-#        N·1000 kernel pairs and N/1000 Choleskys of 1000 once (under one matvec at N = 50k), and
-#        took 35-50 % fewer PCG iterations than the diagonal at N = 5k-20k (BENCHMARKS.md).
+#   block_size: points per diagonal block of the PITC correction (1: the FITC diagonal), or None for
+#        :func:`default_block_size` (4,000, fewer where N·block_size would pass 2·10⁸ entries).  Blocks
+#        of 1,000 took 35-50 % fewer PCG iterations than the diagonal at N = 5k-20k; blocks of 4,000
+#        fewer again at the fitted θ of the regression set: N = 20,000, 45 -> 32 iterations, fit
+#        42.3 -> 35.6 s; N = 50,000, 88 -> 61 iterations, fit 392 -> 323 s (BENCHMARKS.md).
 DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "subset": 2000, "n_probes": 16,
-                      "block_size": 1000}
+                      "block_size": None}
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -93,6 +96,22 @@ _PIVOT_BATCH_MIN, _PIVOT_BATCH_MAX = 128, 512
 _PIVOT_RELATIVE_FLOOR = 1e-13
 
 
+# default_block_size: 4,000 points per PITC block, at least 1,000, and at most this many entries in the
+# N × block_size of block matrices the preconditioner holds (twice: residuals and factors, 1.6 GB each).
+_DEFAULT_BLOCK_BOUNDS = (1000, 4000)
+_BLOCK_MEMORY_ENTRIES = 200_000_000
+
+
+def default_block_size(n):
+    """The PITC block size ``cg_options["block_size"] = None`` chooses for N = n training points.
+
+    Larger blocks make the preconditioner exact on more of K (fewer PCG iterations) for O(N·block²)
+    flops and O(N·block) memory once: 4,000 up to N = 50,000, then 2·10⁸/N down to 1,000.
+    """
+    low, high = _DEFAULT_BLOCK_BOUNDS
+    return int(max(low, min(high, _BLOCK_MEMORY_ENTRIES // max(n, 1))))
+
+
 def check_cg_options(cg_options):
     """``cg_options`` merged into the defaults, each value checked (InvalidConfigError naming the key)."""
     options = dict(DEFAULT_CG_OPTIONS)
@@ -107,14 +126,15 @@ def check_cg_options(cg_options):
                                      f"cg_options[{key!r}]", value)
         if key == "tol":
             ok = isinstance(value, (int, float)) and 0 < value < 1
-        elif key == "rank" and value is None:
+        elif key in ("rank", "block_size") and value is None:
             ok = True
         else:
             ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= (
                 0 if key == "rank" else 1)
         if not ok:
             expected = "a float in (0, 1)" if key == "tol" else (
-                "an integer >= 0 or None" if key == "rank" else "an integer >= 1")
+                "an integer >= 0 or None" if key == "rank" else
+                "an integer >= 1 or None" if key == "block_size" else "an integer >= 1")
             raise InvalidConfigError(f"cg_options[{key!r}] must be {expected}, got {value!r}",
                                      f"cg_options[{key!r}]", value)
         options[key] = value
@@ -505,9 +525,9 @@ def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
     if preconditioner is None:
         rank = default_rank(X.shape[0]) if options["rank"] is None else options["rank"]
         L, pivots, residual = pivoted_cholesky(kernel, X, rank)
-        if options["block_size"] > 1:
-            preconditioner = PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise,
-                                                                       options["block_size"])
+        block_size = default_block_size(X.shape[0]) if options["block_size"] is None else options["block_size"]
+        if block_size > 1:
+            preconditioner = PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise, block_size)
         else:
             preconditioner = PivotedCholeskyPreconditioner(L, pivots, noise, residual)
 

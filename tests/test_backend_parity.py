@@ -223,7 +223,7 @@ def test_gram_with_tiny_beta(cpp):
 # ---------------------------------------------------- rational factor form
 # Single-term Laplace factors of complete graphs and of tridiagonal graphs with ≤ 8 states are evaluated as
 # Num(s)/Den(s) with one division per pair for all of them (fm.hpp, prepare_rational_factor); distant pairs,
-# whose Den product would leave [1, 1e150], fall back to the per-factor paths.
+# whose Den product would leave [1, ≈ 1e151], fall back to the per-factor paths.
 RATIONAL_SPACE = ff.Space([ff.Real(f"c{d}", 0.0, 1.0) for d in range(3)]
                           + [ff.Categorical("n4", list(range(4))), ff.Categorical("n2", [0, 1]),
                              ff.Categorical("n17", list(range(17)))]
@@ -321,7 +321,7 @@ def test_rational_gram_matches_exact_arithmetic(cpp, alpha_range, beta_range, mo
 
 @pytest.mark.parametrize("lengthscale", [0.05, 0.01], ids=["some_chunks_fall_back", "most_chunks_fall_back"])
 def test_rational_gram_falls_back_for_distant_pairs(cpp, lengthscale):
-    """Short lengthscales make s = α d² large: chunks whose Den product passes 1e150 take the per-factor path
+    """Short lengthscales make s = α d² large: chunks whose Den product passes ≈ 1e151 take the per-factor path
     and must agree with the reference as well (tiny but nonzero kernel values, no inf or NaN)."""
     C, D = _inputs(RATIONAL_SPACE, 60, seed=35, lengthscale=lengthscale)
     args = _hyper(RATIONAL_SPACE, 36, Modulation(), alpha_range=(0.5, 2.0))

@@ -281,6 +281,26 @@ def test_default_rank_grows_with_n_within_its_bounds_and_memory():
     assert gp_large.check_cg_options({"rank": None})["rank"] is None
 
 
+def test_default_block_size_is_4000_within_memory():
+    assert gp_large.default_block_size(100) == 4000            # more than N: one block, the exact residual
+    assert gp_large.default_block_size(50_000) == 4000
+    assert gp_large.default_block_size(100_000) == 2000        # N × block ≤ 2e8 entries
+    assert gp_large.default_block_size(1_000_000) == 1000      # floor
+    assert gp_large.check_cg_options(None)["block_size"] is None
+    with pytest.raises(InvalidConfigError, match="block_size.*integer >= 1 or None"):
+        gp_large.check_cg_options({"block_size": 0})
+
+
+def test_cg_fit_uses_the_default_block_size(monkeypatch):
+    """block_size=None builds the PITC blocks of default_block_size(N) points."""
+    monkeypatch.setattr(gp_large, "_DEFAULT_BLOCK_BOUNDS", (16, 40))
+    _, kernel, X, y, _, _ = _problem(120, seed=4)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=1e-2, method="cg").fit(X, y)
+    assert gp_large.default_block_size(120) == 40
+    assert max(len(b) for b in gp._preconditioner.blocks) == 40
+    assert sorted(np.concatenate(gp._preconditioner.blocks).tolist()) == list(range(120))
+
+
 def test_cg_fit_uses_the_default_rank(monkeypatch):
     monkeypatch.setattr(gp_large, "_DEFAULT_RANK_BOUNDS", (7, 9))
     _, kernel, X, y, _, _ = _problem(120)

@@ -11,7 +11,7 @@ skipped), as does the NumPy reference beyond its size limit.
 from fastfm import GaussianProcessRegressor
 from fastfm._backends import available_backends
 from fastfm.benchmarks.regression import make_mixed_regression
-from fastfm.gp_large import (DEFAULT_CG_OPTIONS, PivotedCholeskyPreconditioner, default_rank, kernel_matvec,
+from fastfm.gp_large import (PivotedCholeskyPreconditioner, default_block_size, default_rank, kernel_matvec,
                              pivoted_cholesky)
 from fastfm.kernels import ModLap
 
@@ -84,4 +84,4 @@ class PreconditionerSetup:
 
     def time_pivoted_cholesky_and_pitc(self, backend, n, rank):
         L, pivots, _ = pivoted_cholesky(self.kernel, self.X, self.rank)
-        PivotedCholeskyPreconditioner.with_blocks(self.kernel, self.X, L, pivots, 1e-2, DEFAULT_CG_OPTIONS["block_size"])
+        PivotedCholeskyPreconditioner.with_blocks(self.kernel, self.X, L, pivots, 1e-2, default_block_size(n))

@@ -22,12 +22,13 @@ import fastfm as ff
 from fastfm import gp_large
 from fastfm.benchmarks.regression import make_mixed_regression
 
-OLD_COMMIT = sys.argv[3] if len(sys.argv) > 3 else "b4a5c84"
+DEFAULT_OLD_COMMIT = "b4a5c84"
 
 
-def load_old_module():
+def load_old_module(commit):
+    """fastfm/gp_large.py as of ``commit``, loaded as a module next to the current one."""
     root = Path(__file__).resolve().parents[2]
-    source = subprocess.run(["git", "show", f"{OLD_COMMIT}:fastfm/gp_large.py"], cwd=root, check=True,
+    source = subprocess.run(["git", "show", f"{commit}:fastfm/gp_large.py"], cwd=root, check=True,
                             capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp()) / "gp_large_old.py"
     path.write_text(source)
@@ -39,11 +40,12 @@ def load_old_module():
 
 def main():
     n, rank = int(sys.argv[1]), int(sys.argv[2])
-    old = load_old_module()
+    old_commit = sys.argv[3] if len(sys.argv) > 3 else DEFAULT_OLD_COMMIT
+    old = load_old_module(old_commit)
     space, X, _, _, _ = make_mixed_regression(n, 10, seed=0)
     kernel = ff.kernels.ModLap(space, lengthscale=0.6, alpha=0.5, beta=0.5)
     results = {}
-    for label, function in ((f"at {OLD_COMMIT}", old.pivoted_cholesky), ("current", gp_large.pivoted_cholesky)):
+    for label, function in ((f"at {old_commit}", old.pivoted_cholesky), ("current", gp_large.pivoted_cholesky)):
         start = time.perf_counter()
         results[label] = function(kernel, X, rank)
         print(f"{label:>14}: {time.perf_counter() - start:6.2f} s, rank {len(results[label][1])}, "

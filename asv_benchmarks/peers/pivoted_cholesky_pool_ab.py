@@ -7,12 +7,10 @@ from 128, rejected candidates' rows reused).
 Run from the repository root (``git show`` reads the old module).  Hyperparameters: exact ML on the first
 1,000 points with 5 starts, as ``python -m fastfm.bench regression --subset 1000 --restarts 4``.
 """
-import importlib.util
-import pathlib
-import subprocess
 import sys
-import tempfile
 import time
+
+from pivoted_cholesky_ab import load_old_module   # this folder is on sys.path when run as a script
 
 from fastfm import GaussianProcessRegressor
 from fastfm import gp_large
@@ -22,21 +20,9 @@ from fastfm.kernels import ModLap
 OLD_COMMIT = "0f5b257"
 
 
-def load_old_module():
-    source = subprocess.run(["git", "show", f"{OLD_COMMIT}:fastfm/gp_large.py"], capture_output=True, text=True,
-                            check=True).stdout
-    path = pathlib.Path(tempfile.mkdtemp()) / "gp_large_old.py"
-    path.write_text(source.replace("from ._backends", "from fastfm._backends")
-                    .replace("from .exceptions", "from fastfm.exceptions"))
-    spec = importlib.util.spec_from_file_location("gp_large_old", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main():
     n, rank = int(sys.argv[1]), int(sys.argv[2])
-    old = load_old_module()
+    old = load_old_module(OLD_COMMIT)
     space, X, y, _, _ = make_mixed_regression(n, 10, seed=0)
     tuned = GaussianProcessRegressor(ModLap(space), n_restarts=4, random_state=0).fit(X[:1000], y[:1000])
     for label, module, batch_min in ((f"{OLD_COMMIT}, batches from 16", old, 16),

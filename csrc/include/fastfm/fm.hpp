@@ -439,8 +439,10 @@ struct FMPlan {
         }
         // Every partial product of the Num_p is ≥ Π min(1, floor_p) (Num_p(s) ≥ Num_p(0) for s ≥ 0), and
         // ≤ max(1, a_1)^P times the partial product of the Den_p (F_p ≤ a_1: T(s) ⪰ I), itself ≤ Π Den_p
-        // (each Den_p ≥ 1).  With Π min(1, floor_p) ≥ 1e-150 and Π Den_p ≤ 1e150 / max(1, a_1)^P every
-        // intermediate and the quotient Num/Den stay within [1e-300, 1e300].
+        // (each Den_p ≥ 1).  With R = (largest T)^0.49 (≈ 1e151 in double), Π min(1, floor_p) ≥ 1/R and
+        // Π Den_p ≤ R / max(1, a_1)^P, every intermediate and the quotient Num/Den stay within [R⁻², R²],
+        // normal numbers.  A plan whose limit would be below √R (a huge a_1) keeps the per-factor paths.
+        const T range = std::pow(std::numeric_limits<T>::max(), T(0.49));
         T floor = T(1), growth = T(1);
         int n_rational = 0;
         for (const VariablePlan<T>& var : variables)
@@ -449,8 +451,8 @@ struct FMPlan {
                 floor *= std::min(T(1), var.rational_floor);
                 growth *= std::max(T(1), leading);
             }
-        rational_limit = T(1e150) / growth;
-        rational = n_rational > 0 && floor >= T(1e-150) && rational_limit >= T(1e30);
+        rational_limit = range / growth;
+        rational = n_rational > 0 && floor >= T(1) / range && rational_limit >= std::sqrt(range);
     }
 };
 
