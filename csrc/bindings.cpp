@@ -205,8 +205,12 @@ Hyper check_hyper(const Tables& tables, const py::object& alphas, const py::obje
                  make_modulation(kind, coefficients, exponent), checked_variance(variance)};
 }
 
-fastfm::FMPlan<double> make_plan(const Hyper& h, std::size_t n_continuous) {
-    return fastfm::FMPlan<double>(h.tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, n_continuous);
+// rational_forms: the call evaluates kernel values through kernel_row_chunk (Gram, K·V), which uses
+// the rational factor forms (FMPlan::prepare_rational); the other paths skip their tables.
+fastfm::FMPlan<double> make_plan(const Hyper& h, std::size_t n_continuous, bool rational_forms = false) {
+    fastfm::FMPlan<double> plan(h.tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, n_continuous);
+    if (rational_forms) plan.prepare_rational();
+    return plan;
 }
 
 std::string path_name(fastfm::FactorPath path) {
@@ -222,7 +226,7 @@ std::string path_name(fastfm::FactorPath path) {
 py::dict fm_gram_rational_forms(const Tables& tables, const py::object& alphas, const py::object& betas,
                                 double variance, int kind, const py::object& coefficients, double exponent) {
     const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
-    const fastfm::FMPlan<double> plan = make_plan(h, 0);
+    const fastfm::FMPlan<double> plan = make_plan(h, 0, true);
     py::list factors;
     for (const auto& var : plan.variables) factors.append(path_name(var.rational));
     py::dict out;
@@ -271,7 +275,7 @@ py::array_t<double> fm_gram(const py::object& C1_obj, const py::object& D1_obj, 
     py::array_t<double> K({N, M});
     {
         py::gil_scoped_release release;
-        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc), true);
         const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(M),
                                                                    static_cast<std::size_t>(Dc), tables.n_variables());
         fastfm::GramProblem<double> pb;
@@ -299,7 +303,7 @@ py::array_t<double> fm_gram_from_argument(const py::object& R_obj, const py::obj
     py::array_t<double> K({N, M});
     {
         py::gil_scoped_release release;
-        const fastfm::FMPlan<double> plan = make_plan(h, 0);
+        const fastfm::FMPlan<double> plan = make_plan(h, 0, true);
         const auto cols = fastfm::PointColumns<double>::from_rows(nullptr, D2.data(), static_cast<std::size_t>(M), 0,
                                                                    tables.n_variables());
         fastfm::GramProblem<double> pb;
@@ -667,7 +671,7 @@ py::array_t<double> fm_gram_matvec(const py::object& C1_obj, const py::object& D
     py::array_t<double> out({N, r});
     {
         py::gil_scoped_release release;
-        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc), true);
         const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(M),
                                                                    static_cast<std::size_t>(Dc), tables.n_variables());
         // V (M, r) -> Vt (r, M): the tile's inner loops then run along contiguous columns

@@ -283,15 +283,6 @@ struct VariablePlan {
 // vector of eight doubles, so a column state selects its coefficient with one permute.
 constexpr int kRationalTableStates = 8;
 
-// Coefficients (ascending powers of s) of the polynomial product a·b.
-template <typename T>
-inline std::vector<T> polynomial_product(const std::vector<T>& a, const std::vector<T>& b) {
-    std::vector<T> c(a.size() + b.size() - 1, T(0));
-    for (std::size_t i = 0; i < a.size(); ++i)
-        for (std::size_t k = 0; k < b.size(); ++k) c[i + k] += a[i] * b[k];
-    return c;
-}
-
 // The rational form of a single-term Laplace factor F = a_1 [((1+s)I + βL)⁻¹]_vw (paper Eq. 5 with
 // f = a_1/u), whose Num and Den are polynomials in s with non-negative coefficients, so that
 // Horner's rule at s ≥ 0 adds positive terms only (no cancellation):
@@ -314,41 +305,42 @@ inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
         return;
     }
     if (!var.tridiagonal_gram || n > kRationalTableStates) return;
+    // Coefficients of s^0..s^n in fixed arrays: the plan is built on every kernel call, small ones
+    // included, so no heap allocation here.
     // θ_0 = 1, θ_1 = d_0 + s, θ_{k+1} = (d_k + s) θ_k − c_{k−1} θ_{k−1}; φ_n = 1, φ_k from the other end
-    std::vector<std::vector<T>> theta(n + 1), phi(n + 1);
-    auto next = [](T d, const std::vector<T>& cur, T c, const std::vector<T>& prev) {
-        std::vector<T> out(cur.size() + 1, T(0));
-        for (std::size_t i = 0; i < cur.size(); ++i) {
-            out[i] += d * cur[i];
-            out[i + 1] += cur[i];
-        }
-        for (std::size_t i = 0; i < prev.size(); ++i) out[i] -= c * prev[i];
-        return out;
-    };
-    theta[0] = {T(1)};
-    theta[1] = {var.diagonal_shift[0], T(1)};
-    for (int k = 1; k < n; ++k) theta[k + 1] = next(var.diagonal_shift[k], theta[k], var.coupling_sq[k - 1], theta[k - 1]);
-    phi[n] = {T(1)};
-    phi[n - 1] = {var.diagonal_shift[n - 1], T(1)};
-    for (int k = n - 2; k >= 0; --k) phi[k] = next(var.diagonal_shift[k], phi[k + 1], var.coupling_sq[k], phi[k + 2]);
     constexpr int W = kRationalTableStates;
+    T theta[W + 1][W + 1] = {}, phi[W + 2][W + 1] = {};
+    auto next = [n](T d, const T* cur, T c, const T* prev, T* out) {
+        for (int i = 0; i <= n; ++i) out[i] = d * cur[i] + (i > 0 ? cur[i - 1] : T(0)) - c * prev[i];
+    };
+    theta[0][0] = T(1);
+    theta[1][0] = var.diagonal_shift[0];
+    theta[1][1] = T(1);
+    for (int k = 1; k < n; ++k) next(var.diagonal_shift[k], theta[k], var.coupling_sq[k - 1], theta[k - 1], theta[k + 1]);
+    phi[n][0] = T(1);
+    phi[n - 1][0] = var.diagonal_shift[n - 1];
+    phi[n - 1][1] = T(1);
+    for (int k = n - 2; k >= 0; --k) next(var.diagonal_shift[k], phi[k + 1], var.coupling_sq[k], phi[k + 2], phi[k]);
+    for (int i = 0; i <= n; ++i)
+        if (!(theta[n][i] >= T(0))) return;  // rounding made a coefficient negative: keep the continuants
     std::vector<T> table(static_cast<std::size_t>(n) * n * W, T(0));
     T floor = std::numeric_limits<T>::infinity();
     for (int v = 0; v < n; ++v)
         for (int w = 0; w < n; ++w) {
-            const int lo = std::min(v, w), hi = std::max(v, w);
-            const std::vector<T> numerator = polynomial_product(theta[lo], phi[hi + 1]);
+            // Num_vw = coupling product · θ_lo φ_hi+1, of degree lo + (n − 1 − hi) ≤ n − 1
+            const int lo = std::min(v, w), hi = std::max(v, w), degree = lo + (n - 1 - hi);
             const T product = var.coupling_product[static_cast<std::size_t>(v) * n + w];
-            for (std::size_t k = 0; k < numerator.size(); ++k) {
-                if (!(numerator[k] >= T(0))) return;  // rounding made a coefficient negative: keep the continuants
-                table[(static_cast<std::size_t>(v) * n + k) * W + w] = product * numerator[k];
+            for (int k = 0; k <= degree; ++k) {
+                T coefficient = T(0);
+                for (int i = std::max(0, k - (n - 1 - hi)); i <= std::min(k, lo); ++i)
+                    coefficient += theta[lo][i] * phi[hi + 1][k - i];
+                if (!(coefficient >= T(0))) return;
+                table[(static_cast<std::size_t>(v) * n + k) * W + w] = product * coefficient;
+                if (k == 0) floor = std::min(floor, product * coefficient);
             }
-            floor = std::min(floor, product * numerator[0]);
         }
-    for (const T c : theta[n])
-        if (!(c >= T(0))) return;
     var.rational = FactorPath::tridiagonal;
-    var.rational_denominator = theta[n];
+    var.rational_denominator.assign(theta[n], theta[n] + n + 1);
     var.rational_numerators = std::move(table);
     var.rational_floor = floor;
 }
@@ -372,8 +364,8 @@ struct FMPlan {
     // Every variable nominal (complete graph) and f = a_1/u: the reduction then
     // has a register-blocked kernel (complete_reduction_registers).
     bool all_complete_single_term = false;
-    // Some variable has a rational form and the products of their Num and Den over a chunk stay in
-    // range while Π Den ≤ rational_limit (see multiply_rational_factors).
+    // Set by prepare_rational: some variable has a rational form and the products of their Num and Den
+    // over a chunk stay in range while Π Den ≤ rational_limit (see multiply_rational_factors).
     bool rational = false;
     T rational_limit = 0;
 
@@ -435,8 +427,16 @@ struct FMPlan {
                     }
                 }
             }
-            if (single_term && allow_tridiagonal) prepare_rational_factor(var, leading);
         }
+    }
+
+    // The rational forms of the factors (prepare_rational_factor) for kernel_row_chunk, i.e. the Gram
+    // and K·V paths.  Not in the constructor: the tables cost about 2 µs per 8-state path, and the
+    // other paths (neighbour rows, gradients) never read them.  Every Gram and K·V call prepares them,
+    // whatever its size, so that a batched call agrees with an unbatched one to the last bit.
+    void prepare_rational() {
+        if (!single_term) return;
+        for (VariablePlan<T>& var : variables) prepare_rational_factor(var, leading);
         // Every partial product of the Num_p is ≥ Π min(1, floor_p) (Num_p(s) ≥ Num_p(0) for s ≥ 0), and
         // ≤ max(1, a_1)^P times the partial product of the Den_p (F_p ≤ a_1: T(s) ⪰ I), itself ≤ Π Den_p
         // (each Den_p ≥ 1).  With R = (largest T)^0.49 (≈ 1e151 in double), Π min(1, floor_p) ≥ 1/R and
