@@ -232,6 +232,11 @@ RATIONAL_SPACE = ff.Space([ff.Real(f"c{d}", 0.0, 1.0) for d in range(3)]
                              ff.Ordinal("o9", list(range(9))),
                              ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)])])
 RATIONAL_EXPECTED = ["complete"] * 3 + ["tridiagonal"] * 8 + ["general"] * 2
+# Every factor rational, as on the large-N regression set: the distances are then computed inside the
+# rational blocks of 32 columns (no argument pass), and the columns after the last block one by one.
+ALL_RATIONAL_SPACE = ff.Space([ff.Real(f"c{d}", 0.0, 1.0) for d in range(5)]
+                              + [ff.Categorical(f"n{i}", list(range(k))) for i, k in enumerate((2, 4, 4, 7))]
+                              + [ff.Ordinal(f"o{i}", list(range(n))) for i, n in enumerate((3, 5, 5, 8))])
 
 
 def _rational_forms(cpp, space, args):
@@ -292,25 +297,27 @@ def _exact_kernel(space, c1, d1, c2, d2, args):
 @pytest.mark.parametrize("alpha_range", [(1e-3, 2e-3), (0.05, 5.0), (20.0, 60.0)], ids=["alpha_small", "alpha_mid",
                                                                                          "alpha_large"])
 @pytest.mark.parametrize("modulation", [Modulation(), MODULATIONS["single_term_t1"]], ids=["modlap", "t1"])
-def test_rational_gram_matches_exact_arithmetic(cpp, alpha_range, beta_range, modulation):
+@pytest.mark.parametrize("space", [RATIONAL_SPACE, ALL_RATIONAL_SPACE], ids=["some_rational", "all_rational"])
+def test_rational_gram_matches_exact_arithmetic(cpp, space, alpha_range, beta_range, modulation):
     """Every entry to 1e-12 relative, however small: off-diagonal states of a short path at small β give
     factors ~β^7, where the NumPy reference's eigen-sum cancels (its error is ~1e-16 absolute per factor),
     so the reference here is exact rational arithmetic on sampled pairs, and NumPy only where it is accurate."""
-    C, D = _inputs(RATIONAL_SPACE, 41, seed=31)
-    C2, D2 = _inputs(RATIONAL_SPACE, 150, seed=32)  # > one column chunk
-    args = _hyper(RATIONAL_SPACE, 33, modulation, alpha_range=alpha_range, beta_range=beta_range)
-    # the cycle's factor is an eigen-sum (general path), accurate to ~1e-16 of its largest term only: a
-    # moderate β and a small α keep its entries well above that
-    args[1][-1], args[2][-1] = 0.01, 0.7
-    assert _rational_forms(cpp, RATIONAL_SPACE, args)["rational"]
+    C, D = _inputs(space, 41, seed=31)
+    C2, D2 = _inputs(space, 150, seed=32)  # > one column chunk
+    args = _hyper(space, 33, modulation, alpha_range=alpha_range, beta_range=beta_range)
+    if space is RATIONAL_SPACE:
+        # the cycle's factor is an eigen-sum (general path), accurate to ~1e-16 of its largest term only: a
+        # moderate β and a small α keep its entries well above that
+        args[1][-1], args[2][-1] = 0.01, 0.7
+    assert _rational_forms(cpp, space, args)["rational"]
     K = cpp.fm_gram(C, D, C2, D2, *args)
     K_sym = cpp.fm_gram(C, D, None, None, *args)
     rng = np.random.default_rng(37)
     for a, b in zip(rng.integers(0, 41, 12), rng.integers(0, 150, 12)):
-        exact = _exact_kernel(RATIONAL_SPACE, C[a], D[a], C2[b], D2[b], args)
+        exact = _exact_kernel(space, C[a], D[a], C2[b], D2[b], args)
         assert abs(K[a, b] - float(exact)) <= 1e-12 * float(exact), (a, b, K[a, b], float(exact))
     for a, b in zip(rng.integers(0, 41, 6), rng.integers(0, 41, 6)):
-        exact = _exact_kernel(RATIONAL_SPACE, C[a], D[a], C[b], D[b], args)
+        exact = _exact_kernel(space, C[a], D[a], C[b], D[b], args)
         assert abs(K_sym[a, b] - float(exact)) <= 1e-12 * float(exact), (a, b, K_sym[a, b], float(exact))
     if beta_range[0] >= 0.05:  # where the reference's eigen-sums are accurate to 1e-12 of the largest entry
         assert_close(K, numpy_backend.fm_gram(C, D, C2, D2, *args))
@@ -320,16 +327,50 @@ def test_rational_gram_matches_exact_arithmetic(cpp, alpha_range, beta_range, mo
 
 
 @pytest.mark.parametrize("lengthscale", [0.05, 0.01], ids=["some_chunks_fall_back", "most_chunks_fall_back"])
-def test_rational_gram_falls_back_for_distant_pairs(cpp, lengthscale):
+@pytest.mark.parametrize("space", [RATIONAL_SPACE, ALL_RATIONAL_SPACE], ids=["some_rational", "all_rational"])
+def test_rational_gram_falls_back_for_distant_pairs(cpp, space, lengthscale):
     """Short lengthscales make s = α d² large: chunks whose Den product passes ≈ 1e151 take the per-factor path
     and must agree with the reference as well (tiny but nonzero kernel values, no inf or NaN)."""
-    C, D = _inputs(RATIONAL_SPACE, 60, seed=35, lengthscale=lengthscale)
-    args = _hyper(RATIONAL_SPACE, 36, Modulation(), alpha_range=(0.5, 2.0))
-    assert _rational_forms(cpp, RATIONAL_SPACE, args)["rational"]
+    C, D = _inputs(space, 60, seed=35, lengthscale=lengthscale)
+    args = _hyper(space, 36, Modulation(), alpha_range=(0.5, 2.0))
+    assert _rational_forms(cpp, space, args)["rational"]
     expected = numpy_backend.fm_gram(C, D, None, None, *args)
     actual = cpp.fm_gram(C, D, None, None, *args)
     assert np.all(np.isfinite(actual)) and np.all(actual > 0)
     assert_close(actual, expected)
+    V = np.random.default_rng(38).standard_normal((60, 2))
+    assert_close(cpp.fm_gram_matvec(C, D, None, None, V, *args), expected @ V, scale=np.abs(expected) @ np.abs(V))
+
+
+def test_rational_denominator_overflow_keeps_per_factor_paths(cpp):
+    """α so large that the product of the Den polynomials (coefficients ~α^k, degree 27 here) is not finite
+    at r = 1: the plan keeps the per-factor paths, whose values must still match the reference."""
+    args = _hyper(ALL_RATIONAL_SPACE, 39, Modulation(), alpha_range=(1e20, 2e20))
+    assert not _rational_forms(cpp, ALL_RATIONAL_SPACE, args)["rational"]
+    moderate = _hyper(ALL_RATIONAL_SPACE, 39, Modulation(), alpha_range=(1e5, 2e5))
+    assert _rational_forms(cpp, ALL_RATIONAL_SPACE, moderate)["rational"]
+    C, D = _inputs(ALL_RATIONAL_SPACE, 50, seed=40, lengthscale=1e6)  # distances ~1e-12: α r of order 1e8
+    for hyper in (args, moderate):
+        expected = numpy_backend.fm_gram(C, D, None, None, *hyper)
+        actual = cpp.fm_gram(C, D, None, None, *hyper)
+        assert np.all(np.isfinite(actual))
+        assert_close(actual, expected)
+
+
+@pytest.mark.parametrize("space", [RATIONAL_SPACE, ALL_RATIONAL_SPACE], ids=["some_rational", "all_rational"])
+def test_rational_blocks_and_remaining_columns_agree_bitwise(cpp, space):
+    """A column is computed in a vector block of 32 or one by one after the last block depending on where
+    its chunk starts; both must give the same bits (batched and unbatched calls must agree exactly)."""
+    C, D = _inputs(space, 7, seed=41)
+    C2, D2 = _inputs(space, 99, seed=42)
+    args = _hyper(space, 43, Modulation())
+    full = cpp.fm_gram(C, D, C2, D2, *args)
+    for offset in (1, 5, 31, 32, 33, 67):
+        np.testing.assert_array_equal(cpp.fm_gram(C, D, C2[offset:], D2[offset:], *args), full[:, offset:])
+        np.testing.assert_array_equal(cpp.fm_gram(C, D, C2[:offset], D2[:offset], *args), full[:, :offset])
+    # the symmetric Gram starts row a's columns at a: every alignment, mirrored
+    K_sym = cpp.fm_gram(C2, D2, None, None, *args)
+    np.testing.assert_array_equal(K_sym, cpp.fm_gram(C2, D2, C2, D2, *args))
 
 
 # -------------------------------------------------------------- reductions

@@ -3,7 +3,7 @@ fitted hyperparameters (exact ML on the first 1,000 points, 5 starts).
 
     python asv_benchmarks/peers/large_n_breakdown.py [N]      (default 50,000)
 
-Pieces: pivoted Cholesky of the default rank, PITC blocks, their residual matrices, the preconditioner
+Pieces: pivoted Cholesky of the default rank, PITC blocks of the default size, their residual matrices, the preconditioner
 constructor (block Choleskys, Z = C⁻¹Lᵀ, I + ZᵀZ), one preconditioner solve and one K·v product.
 """
 import sys
@@ -25,6 +25,7 @@ def main():
     print(f"hyperparameters: {time.perf_counter() - start:.1f} s, noise {tuned.noise_:.3g}", flush=True)
     kernel, noise = tuned.kernel_, tuned.noise_
     rank = gp_large.default_rank(n)
+    block_size = gp_large.default_block_size(n)
 
     def timed(label, function):
         begin = time.perf_counter()
@@ -33,7 +34,7 @@ def main():
         return value
 
     L, pivots, _ = timed(f"pivoted Cholesky, rank {rank}", lambda: gp_large.pivoted_cholesky(kernel, X, rank))
-    blocks = timed("pivot_blocks", lambda: gp_large.pivot_blocks(L, pivots, 1000, kernel, X))
+    blocks = timed(f"pivot_blocks, {block_size} points", lambda: gp_large.pivot_blocks(L, pivots, block_size, kernel, X))
     residuals = timed("block residuals", lambda: [np.asarray(kernel(X[b])) - L[:, b].T @ L[:, b] for b in blocks])
     pre = timed("preconditioner constructor", lambda: gp_large.PivotedCholeskyPreconditioner(
         L, pivots, noise, blocks=blocks, block_residuals=residuals))

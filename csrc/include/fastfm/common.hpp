@@ -87,9 +87,14 @@ struct PointColumns {
     std::size_t n_variables = 0;
     std::vector<T> continuous;
     std::vector<int32_t> states;
+    // The same states as 64-bit integers: vector lanes of the width of a double then index a table
+    // (one permute) or compare with a row's state without a widening shuffle per use (fm.hpp's
+    // rational_factor_blocks).
+    std::vector<int64_t> wide_states;
 
     const T* coordinate(std::size_t d) const { return continuous.data() + d * n_points; }
     const int32_t* variable_states(std::size_t p) const { return states.data() + p * n_points; }
+    const int64_t* variable_wide_states(std::size_t p) const { return wide_states.data() + p * n_points; }
 
     // C: row-major (n_points, n_continuous) or nullptr when only states are needed;
     // D: row-major (n_points, n_variables), already range-checked by the caller.
@@ -108,6 +113,7 @@ struct PointColumns {
         for (std::size_t i = 0; i < n_points; ++i)
             for (std::size_t p = 0; p < n_variables; ++p)
                 cols.states[p * n_points + i] = static_cast<int32_t>(D[i * n_variables + p]);
+        cols.wide_states.assign(cols.states.begin(), cols.states.end());
         return cols;
     }
 };

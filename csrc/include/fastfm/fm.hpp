@@ -270,13 +270,15 @@ struct VariablePlan {
     // Rational form of F (single-term Laplace, complete graphs and tridiagonal graphs with at most
     // kRationalTableStates states; see multiply_rational_factors): F = Num_vw(s) / Den(s).
     FactorPath rational = FactorPath::general;  // general: not rational
-    // complete: Num = a_1 (same_constant + s) for v' = v, off_numerator otherwise; Den = (c0 + s)(c1 + s)
-    T rational_same_constant = 0, rational_off_numerator = 0;
-    // tridiagonal: Den = θ_n(s), coefficients of s^0..s^n; Num_vw(s) coefficient of s^k at
-    // rational_numerators[(v n + k) kRationalTableStates + w] (zero-padded to the table width)
+    // All in the continuous argument r, s = α r folded into the coefficients (r^k carries α^k):
+    // complete: Num = same_intercept + same_slope r for v' = v, off_numerator otherwise;
+    // tridiagonal: Num_vw coefficient of r^k at rational_numerators[(v n + k) kRationalTableStates + w]
+    // (zero-padded to the table width); both: Den coefficients of r^0..r^n in rational_denominator
+    // (the plan multiplies them into FMPlan::rational_den_groups).
+    T rational_same_intercept = 0, rational_same_slope = 0, rational_off_numerator = 0;
     std::vector<T> rational_denominator;
     std::vector<T> rational_numerators;
-    T rational_floor = 0;  // min over v, w of Num_vw(0) (> 0): Num_vw(s) ≥ it for s ≥ 0
+    T rational_floor = 0;  // min over v, w of Num_vw(0) (> 0): Num_vw(r) ≥ it for r ≥ 0
 };
 
 // Tridiagonal graphs up to this many states take the rational path: one numerator table row is one
@@ -292,16 +294,23 @@ constexpr int kRationalTableStates = 8;
 //      Num_vw = a_1 Π_{k=lo}^{hi−1} βw_k · θ_lo(s) φ_{hi+1}(s),  lo = min(v, w), hi = max(v, w),
 //  whose continuants are products Π_i (λ_i + s) over the eigenvalues λ_i ≥ 1 of principal blocks of
 //  I + βL: positive coefficients, Den(s) ≥ 1.
+// The coefficients are stored for the continuous argument r (s = αr: that of r^k is α^k times that of
+// s^k), so that the kernel loops need no s and the Den of all variables, functions of r alone, can be
+// multiplied into one polynomial per group (FMPlan::prepare_rational).
 template <typename T>
 inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
     const VariableSpectrum<T>& spec = *var.spectrum;
     const int n = spec.n_states;
+    const T alpha = var.alpha;
     if (var.path == FactorPath::complete) {
-        const T inv_n = T(1) / T(n);
+        const T inv_n = T(1) / T(n), c0 = var.shift[0], c1 = var.shift[1];
         var.rational = FactorPath::complete;
-        var.rational_same_constant = var.shift[1] * inv_n + (T(1) - inv_n) * var.shift[0];
+        var.rational_same_intercept = leading * (c1 * inv_n + (T(1) - inv_n) * c0);
+        var.rational_same_slope = leading * alpha;
         var.rational_off_numerator = leading * var.beta_mu[1] * inv_n;
-        var.rational_floor = std::min(leading * var.rational_same_constant, var.rational_off_numerator);
+        var.rational_floor = std::min(var.rational_same_intercept, var.rational_off_numerator);
+        const T den[3] = {c0 * c1, alpha * (c0 + c1), alpha * alpha};  // (c0 + αr)(c1 + αr)
+        var.rational_denominator.assign(den, den + 3);
         return;
     }
     if (!var.tridiagonal_gram || n > kRationalTableStates) return;
@@ -323,6 +332,9 @@ inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
     for (int k = n - 2; k >= 0; --k) next(var.diagonal_shift[k], phi[k + 1], var.coupling_sq[k], phi[k + 2], phi[k]);
     for (int i = 0; i <= n; ++i)
         if (!(theta[n][i] >= T(0))) return;  // rounding made a coefficient negative: keep the continuants
+    T alpha_power[W + 1];  // α^k: the coefficient of s^k becomes that of r^k
+    alpha_power[0] = T(1);
+    for (int k = 1; k <= n; ++k) alpha_power[k] = alpha_power[k - 1] * alpha;
     std::vector<T> table(static_cast<std::size_t>(n) * n * W, T(0));
     T floor = std::numeric_limits<T>::infinity();
     for (int v = 0; v < n; ++v)
@@ -335,12 +347,13 @@ inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
                 for (int i = std::max(0, k - (n - 1 - hi)); i <= std::min(k, lo); ++i)
                     coefficient += theta[lo][i] * phi[hi + 1][k - i];
                 if (!(coefficient >= T(0))) return;
-                table[(static_cast<std::size_t>(v) * n + k) * W + w] = product * coefficient;
+                table[(static_cast<std::size_t>(v) * n + k) * W + w] = product * coefficient * alpha_power[k];
                 if (k == 0) floor = std::min(floor, product * coefficient);
             }
         }
     var.rational = FactorPath::tridiagonal;
-    var.rational_denominator.assign(theta[n], theta[n] + n + 1);
+    var.rational_denominator.resize(static_cast<std::size_t>(n) + 1);
+    for (int k = 0; k <= n; ++k) var.rational_denominator[k] = theta[n][k] * alpha_power[k];
     var.rational_numerators = std::move(table);
     var.rational_floor = floor;
 }
@@ -367,7 +380,11 @@ struct FMPlan {
     // Set by prepare_rational: some variable has a rational form and the products of their Num and Den
     // over a chunk stay in range while Π Den ≤ rational_limit (see multiply_rational_factors).
     bool rational = false;
+    bool all_rational = false;  // rational, and every variable has a rational form
     T rational_limit = 0;
+    // Π_p Den_p(r) over the rational variables, as two polynomials in r (ascending coefficients) whose
+    // product it is: two Horner chains of half the degree each (a chain is latency-bound).
+    std::vector<T> rational_den_groups[2];
 
     std::size_t n_variables() const { return variables.size(); }
 
@@ -453,6 +470,38 @@ struct FMPlan {
             }
         rational_limit = range / growth;
         rational = n_rational > 0 && floor >= T(1) / range && rational_limit >= std::sqrt(range);
+        if (rational) rational = multiply_rational_denominators();
+        all_rational = rational && n_rational == static_cast<int>(variables.size());
+    }
+
+    // rational_den_groups from the variables' Den polynomials, each variable to the group of lower degree
+    // so far.  The coefficients are non-negative, so Horner's rule at r ≥ 0 adds positive terms only, and
+    // its partial sums are at most the polynomial's value at max(1, r): if that is finite at r = 1 (checked
+    // here), a chain can only overflow where its value does, which the caller's range test catches.
+    // Coefficients below the smallest normal number are dropped (each Den ≥ 1 at r = 0, so they are
+    // negligible) to keep subnormal arithmetic out of the loops.  False: keep the per-factor paths.
+    bool multiply_rational_denominators() {
+        for (auto& group : rational_den_groups) group.assign(1, T(1));
+        for (const VariablePlan<T>& var : variables) {
+            if (var.rational == FactorPath::general) continue;
+            std::vector<T>& group =
+                rational_den_groups[rational_den_groups[1].size() < rational_den_groups[0].size() ? 1 : 0];
+            const std::vector<T>& factor = var.rational_denominator;
+            std::vector<T> product(group.size() + factor.size() - 1, T(0));
+            for (std::size_t i = 0; i < group.size(); ++i)
+                for (std::size_t k = 0; k < factor.size(); ++k) product[i + k] += group[i] * factor[k];
+            group = std::move(product);
+        }
+        for (auto& group : rational_den_groups) {
+            T at_one = 0;
+            for (T& c : group) {
+                if (!(c >= T(0))) return false;
+                if (c < std::numeric_limits<T>::min()) c = T(0);
+                at_one += c;
+            }
+            if (!(at_one <= std::numeric_limits<T>::max())) return false;
+        }
+        return true;
     }
 };
 
@@ -1602,127 +1651,220 @@ inline void argument_for_row(const GramProblem<T>& pb, std::size_t a, std::size_
     continuous_argument(ws.sq.data(), count, pb.plan->modulation.exponent, ws.arg.data());
 }
 
-// Rational factors (prepare_rational_factor): num[j] *= Num_vw(s_j), den[j] *= Den(s_j), s = α arg.
-// Complete graph: Den = (c0 + s)(c1 + s), Num selected between a_1 (same_constant + s) and off_numerator.
-template <typename T>
-inline void rational_complete_factor(const VariablePlan<T>& var, int v, const int32_t* FASTFM_RESTRICT states,
-                                     const T* FASTFM_RESTRICT arg, std::size_t count, T leading,
-                                     T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
-    const T alpha = var.alpha, c0 = var.shift[0], c1 = var.shift[1];
-    const T same_constant = leading * var.rational_same_constant, off = var.rational_off_numerator;
-    for (std::size_t j = 0; j < count; ++j) {
-        const T s = alpha * arg[j];
-        den[j] *= (c0 + s) * (c1 + s);
-        num[j] *= states[j] == v ? same_constant + leading * s : off;
-    }
+// Rational factors (prepare_rational_factor), all evaluated at the continuous argument r:
+// Π Den_p(r) = the product of the plan's two group polynomials, Num_p(r) per variable.  The vector
+// blocks and the scalar columns below do the same operations in the same order, so a pair's value does
+// not depend on where its column falls in a chunk (batched and unbatched calls agree to the last bit).
+
+// Horner's rule for the polynomial with ascending coefficients c[0..degree].
+template <typename T, typename V>
+inline V horner(const T* FASTFM_RESTRICT c, std::size_t degree, V r) {
+    if (degree == 0) return V{} + c[0];
+    V h = r * c[degree] + c[degree - 1];
+    for (std::size_t k = degree - 1; k-- > 0;) h = h * r + c[k];
+    return h;
 }
 
-// Tridiagonal graph with N states: Den = θ_N(s) and Num_vw(s) by Horner's rule, the coefficients of
-// Num_v· for the column's state w picked from the row's table by one permute per power of s.
-template <typename T, int N>
-inline void rational_tridiagonal_factor(const VariablePlan<T>& var, int v, const int32_t* FASTFM_RESTRICT states,
-                                        const T* FASTFM_RESTRICT arg, std::size_t count, T* FASTFM_RESTRICT num,
-                                        T* FASTFM_RESTRICT den) {
+// Num_p(r) of one rational factor for row state v and column state w (scalar).
+template <typename T>
+inline T rational_numerator(const VariablePlan<T>& var, int v, int w, T r) {
+    if (var.rational == FactorPath::complete)
+        return w == v ? var.rational_same_intercept + var.rational_same_slope * r : var.rational_off_numerator;
     constexpr int W = kRationalTableStates;
-    const T alpha = var.alpha;
-    T dc[N + 1];
-    for (int k = 0; k <= N; ++k) dc[k] = var.rational_denominator[k];
-    const T* FASTFM_RESTRICT table = var.rational_numerators.data() + static_cast<std::size_t>(v) * N * W;
-    std::size_t j = 0;
+    const int N = var.spectrum->n_states;
+    const T* FASTFM_RESTRICT row = var.rational_numerators.data() + static_cast<std::size_t>(v) * N * W + w;
+    T numerator = row[(N - 1) * W];
+    for (int k = N - 2; k >= 0; --k) numerator = numerator * r + row[k * W];
+    return numerator;
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
+// horner() for U vectors at once, interleaved: U independent chains hide the FMA latency.
+template <int U, typename T, typename V>
+inline void horner_interleaved(const T* FASTFM_RESTRICT c, std::size_t degree, const V* r, V* out) {
+    if (degree == 0) {
+        for (int u = 0; u < U; ++u) out[u] = V{} + c[0];
+        return;
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) out[u] = r[u] * c[degree] + c[degree - 1];
+    for (std::size_t k = degree - 1; k-- > 0;)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) out[u] = out[u] * r[u] + c[k];
+}
+
+// Blocks of U × kRationalTableStates columns with every factor at once: the running products Π Num_p
+// and the Den polynomials stay in registers, and the vector lanes pick each column's numerator
+// coefficients from the row's table with one permute per power of r.
+template <typename T>
+struct RationalLanes {
+    static constexpr int W = kRationalTableStates;
     typedef T lanes __attribute__((vector_size(W * sizeof(T))));
     typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type index_int;
     typedef index_int index_lanes __attribute__((vector_size(W * sizeof(index_int))));
-    typedef int32_t state_lanes __attribute__((vector_size(W * sizeof(int32_t))));
-    lanes coefficients[N];
-    for (int k = 0; k < N; ++k) std::memcpy(&coefficients[k], table + k * W, sizeof(lanes));
-    // Two blocks of W columns per iteration: Horner's rule is one dependent chain per block, and two
-    // independent chains keep the FMA units busy.
-    constexpr int U = 2;
-    for (; j + U * W <= count; j += U * W) {
-        lanes s[U], d[U], numerator[U];
-        index_lanes index[U];
+};
+
+// Column states as vector-lane integers of T's width (PointColumns::wide_states for double).
+template <typename T>
+inline const typename RationalLanes<T>::index_int* lane_states(const PointColumns<T>& cols, std::size_t p) {
+    if constexpr (sizeof(T) == 8)
+        return cols.variable_wide_states(p);
+    else
+        return cols.variable_states(p);
+}
+
+template <typename T, int U>
+inline void rational_complete_block(const VariablePlan<T>& var, int v,
+                                    const typename RationalLanes<T>::index_int* FASTFM_RESTRICT states,
+                                    const typename RationalLanes<T>::lanes* r,
+                                    typename RationalLanes<T>::lanes* num) {
+    using L = RationalLanes<T>;
+    const T intercept = var.rational_same_intercept, slope = var.rational_same_slope;
+    const typename L::lanes off = var.rational_off_numerator - typename L::lanes{};
+    const typename L::index_lanes row_state = static_cast<typename L::index_int>(v) - typename L::index_lanes{};
 #pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) {
-            lanes r;
-            state_lanes w;
-            std::memcpy(&r, arg + j + u * W, sizeof r);
-            std::memcpy(&w, states + j + u * W, sizeof w);
-            s[u] = alpha * r;
-            index[u] = __builtin_convertvector(w, index_lanes);
-            d[u] = s[u] + dc[N - 1];  // Den is monic
-            numerator[u] = __builtin_shuffle(coefficients[N - 1], index[u]);
-        }
-#pragma GCC unroll 16
-        for (int k = N - 2; k >= 0; --k)
-#pragma GCC unroll 4
-            for (int u = 0; u < U; ++u) {
-                d[u] = d[u] * s[u] + dc[k];
-                numerator[u] = numerator[u] * s[u] + __builtin_shuffle(coefficients[k], index[u]);
-            }
-#pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) {
-            lanes n_acc, d_acc;
-            std::memcpy(&n_acc, num + j + u * W, sizeof n_acc);
-            std::memcpy(&d_acc, den + j + u * W, sizeof d_acc);
-            n_acc *= numerator[u];
-            d_acc *= d[u];
-            std::memcpy(num + j + u * W, &n_acc, sizeof n_acc);
-            std::memcpy(den + j + u * W, &d_acc, sizeof d_acc);
-        }
-    }
-#endif
-    for (; j < count; ++j) {
-        const T s = alpha * arg[j];
-        const T* FASTFM_RESTRICT row = table + states[j];
-        T d = dc[N], numerator = row[(N - 1) * W];
-        for (int k = N - 1; k >= 0; --k) d = d * s + dc[k];
-        for (int k = N - 2; k >= 0; --k) numerator = numerator * s + row[k * W];
-        num[j] *= numerator;
-        den[j] *= d;
+    for (int u = 0; u < U; ++u) {
+        typename L::index_lanes w;
+        std::memcpy(&w, states + u * L::W, sizeof w);
+        const typename L::lanes same = intercept + slope * r[u];
+        num[u] *= w == row_state ? same : off;
     }
 }
 
-// Every factor with a rational form at once: out[j] *= Π_p Num_p / Π_p Den_p, one division per pair
-// instead of one per factor (and no continuant arrays).  The other factors are the caller's.  Returns
-// false, with out untouched, when Π Den_p exceeds plan.rational_limit for some column (huge s, i.e.
-// distant pairs): the products could then leave the safe range, and the caller takes the per-factor path.
+template <typename T, int N, int U>
+inline void rational_tridiagonal_block(const VariablePlan<T>& var, int v,
+                                       const typename RationalLanes<T>::index_int* FASTFM_RESTRICT states,
+                                       const typename RationalLanes<T>::lanes* r,
+                                       typename RationalLanes<T>::lanes* num) {
+    using L = RationalLanes<T>;
+    const T* FASTFM_RESTRICT table = var.rational_numerators.data() + static_cast<std::size_t>(v) * N * L::W;
+    typename L::lanes numerator[U], coefficients;
+    typename L::index_lanes index[U];
+    std::memcpy(&coefficients, table + (N - 1) * L::W, sizeof coefficients);
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) {
+        std::memcpy(&index[u], states + u * L::W, sizeof index[u]);
+        numerator[u] = __builtin_shuffle(coefficients, index[u]);
+    }
+#pragma GCC unroll 16
+    for (int k = N - 2; k >= 0; --k) {
+        std::memcpy(&coefficients, table + k * L::W, sizeof coefficients);
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) numerator[u] = numerator[u] * r[u] + __builtin_shuffle(coefficients, index[u]);
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) num[u] *= numerator[u];
+}
+
+// Π Num_p into num and Π Den_p into den for the whole blocks of [0, count); returns the columns done.
+template <typename T>
+inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                          const PointColumns<T>& cols, std::size_t js,
+                                          const T* FASTFM_RESTRICT row_continuous, const T* FASTFM_RESTRICT arg,
+                                          std::size_t count, T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
+    using L = RationalLanes<T>;
+    // Four column vectors per block: independent chains for the FMA latency, and the arguments, running
+    // products and one factor's temporaries still fit in the 32 vector registers.
+    constexpr int U = 4;
+    constexpr std::size_t block = static_cast<std::size_t>(U) * L::W;
+    const std::size_t P = plan.n_variables();
+    const std::vector<T>& den0 = plan.rational_den_groups[0];
+    const std::vector<T>& den1 = plan.rational_den_groups[1];
+    std::size_t j = 0;
+    for (; j + block <= count; j += block) {
+        typename L::lanes r[U], n_acc[U], d0[U], d1[U];
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            if (row_continuous == nullptr) {
+                std::memcpy(&r[u], arg + j + u * L::W, sizeof r[u]);
+            } else {  // r = squared distance, as squared_distances
+                r[u] = typename L::lanes{};
+                for (std::size_t d = 0; d < cols.n_continuous; ++d) {
+                    typename L::lanes column;
+                    std::memcpy(&column, cols.coordinate(d) + js + j + u * L::W, sizeof column);
+                    const typename L::lanes diff = row_continuous[d] - column;
+                    r[u] += diff * diff;
+                }
+            }
+            n_acc[u] = T(1) - typename L::lanes{};
+        }
+        // the Den chains first: independent of the numerators, they overlap with them out of order
+        horner_interleaved<U>(den0.data(), den0.size() - 1, r, d0);
+        horner_interleaved<U>(den1.data(), den1.size() - 1, r, d1);
+        for (std::size_t p = 0; p < P; ++p) {
+            const VariablePlan<T>& var = plan.variables[p];
+            const int state = static_cast<int>(v[p]);
+            const typename L::index_int* states = lane_states(cols, p) + js + j;
+            if (var.rational == FactorPath::complete) {
+                rational_complete_block<T, U>(var, state, states, r, n_acc);
+                continue;
+            }
+            if (var.rational != FactorPath::tridiagonal) continue;
+            switch (var.spectrum->n_states) {
+#define FASTFM_RATIONAL_BLOCK(N) \
+    case N: rational_tridiagonal_block<T, N, U>(var, state, states, r, n_acc); break;
+                FASTFM_RATIONAL_BLOCK(2)
+                FASTFM_RATIONAL_BLOCK(3)
+                FASTFM_RATIONAL_BLOCK(4)
+                FASTFM_RATIONAL_BLOCK(5)
+                FASTFM_RATIONAL_BLOCK(6)
+                FASTFM_RATIONAL_BLOCK(7)
+                FASTFM_RATIONAL_BLOCK(8)
+#undef FASTFM_RATIONAL_BLOCK
+                default: break;  // unreachable: prepare_rational_factor admits N ≤ kRationalTableStates
+            }
+            static_assert(kRationalTableStates == 8, "extend the cases above");
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) {
+            const typename L::lanes d = d0[u] * d1[u];
+            std::memcpy(num + j + u * L::W, &n_acc[u], sizeof n_acc[u]);
+            std::memcpy(den + j + u * L::W, &d, sizeof d);
+        }
+    }
+    return j;
+}
+#endif
+
+// Every factor with a rational form at once: out[j] = σ² Π_p Num_p / Π_p Den_p, one division per pair
+// instead of one per factor (and no continuant arrays).  The other factors are the caller's.  The
+// argument r comes from `arg`, or, given the row's coordinates `row_continuous` (r = the squared
+// distance, exponent 2), is computed in the blocks, and only the columns after the last block are
+// written to `arg`.  Returns false, with out untouched, when Π Den_p exceeds plan.rational_limit for some
+// column (huge r, i.e. distant pairs): the products could then leave the safe range, and the caller
+// takes the per-factor path.
 template <typename T>
 inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
-                                      const PointColumns<T>& cols, std::size_t js, const T* FASTFM_RESTRICT arg,
+                                      const PointColumns<T>& cols, std::size_t js,
+                                      const T* FASTFM_RESTRICT row_continuous, T* FASTFM_RESTRICT arg,
                                       std::size_t count, T* FASTFM_RESTRICT out, Workspace<T>& ws) {
     T* FASTFM_RESTRICT num = ws.numerator.data();
     T* FASTFM_RESTRICT den = ws.denominator.data();
-    for (std::size_t j = 0; j < count; ++j) num[j] = den[j] = T(1);
-    for (std::size_t p = 0; p < plan.n_variables(); ++p) {
-        const VariablePlan<T>& var = plan.variables[p];
-        const int state = static_cast<int>(v[p]);
-        const int32_t* states = cols.variable_states(p) + js;
-        if (var.rational == FactorPath::complete) {
-            rational_complete_factor(var, state, states, arg, count, plan.leading, num, den);
-            continue;
+#if defined(__GNUC__) && !defined(__clang__)
+    std::size_t j = rational_factor_blocks(plan, v, cols, js, row_continuous, arg, count, num, den);
+#else
+    std::size_t j = 0;
+#endif
+    if (row_continuous != nullptr && j < count) squared_distances(row_continuous, cols, js + j, count - j, arg + j);
+    const std::vector<T>& den0 = plan.rational_den_groups[0];
+    const std::vector<T>& den1 = plan.rational_den_groups[1];
+    for (; j < count; ++j) {  // the columns after the last whole block
+        const T r = arg[j];
+        T numerator = T(1);
+        for (std::size_t p = 0; p < plan.n_variables(); ++p) {
+            const VariablePlan<T>& var = plan.variables[p];
+            if (var.rational != FactorPath::general)
+                numerator *= rational_numerator(var, static_cast<int>(v[p]), cols.variable_states(p)[js + j], r);
         }
-        if (var.rational != FactorPath::tridiagonal) continue;
-        switch (var.spectrum->n_states) {
-#define FASTFM_RATIONAL_CASE(N) \
-    case N: rational_tridiagonal_factor<T, N>(var, state, states, arg, count, num, den); break;
-            FASTFM_RATIONAL_CASE(2)
-            FASTFM_RATIONAL_CASE(3)
-            FASTFM_RATIONAL_CASE(4)
-            FASTFM_RATIONAL_CASE(5)
-            FASTFM_RATIONAL_CASE(6)
-            FASTFM_RATIONAL_CASE(7)
-            FASTFM_RATIONAL_CASE(8)
-#undef FASTFM_RATIONAL_CASE
-            default: break;  // unreachable: prepare_rational_factor admits N ≤ kRationalTableStates
-        }
+        num[j] = numerator;
+        den[j] = horner(den0.data(), den0.size() - 1, r) * horner(den1.data(), den1.size() - 1, r);
     }
-    static_assert(kRationalTableStates == 8, "extend the cases above");
     const T limit = plan.rational_limit;
     int out_of_range = 0;  // an integer OR reduction vectorises; also true for NaN
-    for (std::size_t j = 0; j < count; ++j) out_of_range |= den[j] <= limit ? 0 : 1;
+    for (std::size_t j2 = 0; j2 < count; ++j2) out_of_range |= den[j2] <= limit ? 0 : 1;
     if (out_of_range) return false;
-    for (std::size_t j = 0; j < count; ++j) out[j] *= num[j] / den[j];
+    const T variance = plan.variance;
+    for (std::size_t j2 = 0; j2 < count; ++j2) out[j2] = variance * (num[j2] / den[j2]);
     return true;
 }
 
@@ -1733,10 +1875,21 @@ inline void kernel_row_chunk(const GramProblem<T>& pb, Workspace<T>& ws, std::si
                              std::size_t count, T* FASTFM_RESTRICT out) {
     const FMPlan<T>& plan = *pb.plan;
     const std::size_t P = plan.n_variables();
-    argument_for_row(pb, a, js, count, ws);
-    for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
     const int64_t* v = pb.rows_states + a * P;
-    const bool rational = plan.rational && multiply_rational_factors(plan, v, *pb.cols, js, ws.arg.data(), count, out, ws);
+    // Every factor rational and r the squared distance: the rational blocks compute the distances
+    // themselves (no separate argument pass over the chunk).
+    const T* fused_row = plan.all_rational && pb.R == nullptr && plan.modulation.exponent == T(2) &&
+                                 pb.rows_continuous != nullptr
+                             ? pb.rows_continuous + a * plan.n_continuous
+                             : nullptr;
+    if (fused_row == nullptr) argument_for_row(pb, a, js, count, ws);
+    const bool rational =
+        plan.rational && multiply_rational_factors(plan, v, *pb.cols, js, fused_row, ws.arg.data(), count, out, ws);
+    if (rational && plan.all_rational) return;
+    if (!rational) {
+        if (fused_row != nullptr) argument_for_row(pb, a, js, count, ws);
+        for (std::size_t j = 0; j < count; ++j) out[j] = plan.variance;
+    }
     for (std::size_t p = 0; p < P; ++p)
         if (!rational || plan.variables[p].rational == FactorPath::general)
             multiply_factor(plan, plan.variables[p], static_cast<int>(v[p]), pb.cols->variable_states(p) + js,
