@@ -86,12 +86,13 @@ def default_rank(n):
 # Relative trace of the residual diagonal at which the pivoted Cholesky stops early
 # (its approximation is then exact to this fraction: more pivots cannot help CG).
 _PIVOTED_CHOLESKY_TOL = 1e-10
-# Candidates per batch of the blocked pivoted Cholesky (see pivoted_cholesky).  Each batch reads the
-# whole factor so far (k × N) for its new rows' product, which is memory-bound for thin batches, and
-# the rejected candidates' rows are reused, so large batches waste little: fitted θ of the regression
-# set, N = 50,000, rank 4,000: 53.9 s with batches from 16 and no reuse, 40.4 s from 128, 29.3 s from
-# 128 with the reuse (BENCHMARKS.md, "Rational factor form").
-_PIVOT_BATCH_MIN, _PIVOT_BATCH_MAX = 128, 512
+# Candidates per batch of the blocked pivoted Cholesky (see pivoted_cholesky).  A rejected candidate
+# costs only its b × b block, while every batch reads the whole factor so far (k × N) for its pivots' rows,
+# so batches are large from the start: fitted θ of the regression set, N = 50,000, rank 4,000 (same
+# pivots throughout): 53.9 s with full rows for every candidate and batches from 16, 40.4 s from 128,
+# 29.3-33.3 s with the rejected candidates' rows kept and updated; with full rows for the pivots only,
+# 23.0 s for batches of 128-512 and 19.3 s for batches of 512 (BENCHMARKS.md, "Fused rational blocks").
+_PIVOT_BATCH_MIN, _PIVOT_BATCH_MAX = 512, 512
 # Residual variances at or below this fraction of the largest diagonal entry count as zero.
 _PIVOT_RELATIVE_FLOOR = 1e-13
 
@@ -192,20 +193,20 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
     matrix products rather than one kernel row and one k × N matrix-vector
     product per pivot (which made a rank of 2,000 at N = 50,000 take minutes):
 
-    1. the b points of largest d become candidates; their kernel rows come from
-       one kernel call and the factor so far is removed from them with one
-       matrix product, G = K(C, X) − L[:, C]ᵀ L;
-    2. a small pivoted Cholesky of the candidates' b × b block G[:, C] accepts
-       them in greedy order while the next one's updated residual variance is at
-       least the largest d outside the batch.  Residual variances only decrease
-       as pivots are added, so each accepted candidate is exactly the point the
-       one-at-a-time algorithm picks next (ties aside); the others return to the pool;
-    3. the accepted rows are G's rows through one triangular solve;
-    4. the rejected candidates' rows G are kept and brought up to date with the
-       accepted rows (a product over the new pivots only), so the next batch,
-       which mostly takes them again, does not recompute them against every
-       pivot: about half of each batch is rejected (fitted θ of the regression
-       set, N = 20,000), and recomputing its rows was most of the work.
+    1. the b points of largest d become candidates, and their b × b residual
+       block S = K(C, C) − L[:, C]ᵀ L[:, C] is formed (b²k flops);
+    2. a small pivoted Cholesky of S accepts them in greedy order while the
+       next one's updated residual variance is at least the largest d outside
+       the batch.  Residual variances only decrease as pivots are added, so each
+       accepted candidate is exactly the point the one-at-a-time algorithm picks
+       next (ties aside); the others stay candidates for later batches;
+    3. only the accepted candidates' rows G = K(A, X) − L[:, A]ᵀ L are computed
+       (one kernel call and one matrix product), and the new factor rows are G's
+       through one triangular solve.
+
+    Full rows are thus computed for the pivots alone, k²N flops in all: the
+    rejected candidates (about half of each batch at the fitted θ of the
+    regression set) cost only their b × b block.
 
     b doubles while whole batches are accepted and shrinks to what was accepted
     otherwise (between :data:`_PIVOT_BATCH_MIN` and :data:`_PIVOT_BATCH_MAX`).
@@ -228,9 +229,6 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
     # residual variances at rounding level (a duplicate of a pivot: ~1e-16 of the diagonal) are zero
     floor = _PIVOT_RELATIVE_FLOOR * float(np.max(d, initial=0.0))
     k, batch = 0, _PIVOT_BATCH_MIN
-    pool_points = np.empty(0, dtype=np.int64)   # points whose residual rows K(x, X) − L[:k, x]ᵀ L[:k] are cached
-    pool_rows = np.empty((0, N))
-    slot = np.full(N, -1, dtype=np.int64)       # slot[x]: row of x in pool_rows, or −1
     while k < k_max:
         remaining = float(np.sum(d))
         if not np.max(d) > floor or remaining <= tol * trace:
@@ -242,35 +240,24 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
         else:
             candidates, outside = np.arange(N), 0.0
         candidates = candidates[np.argsort(-d[candidates], kind="stable")]
-        cached = slot[candidates] >= 0
-        G = np.empty((len(candidates), N))
-        G[cached] = pool_rows[slot[candidates[cached]]]
-        if not np.all(cached):
-            fresh = candidates[~cached]
-            rows_fresh = np.asarray(kernel(X[fresh], X), dtype=np.float64)
-            if k:
-                rows_fresh -= L[:k, fresh].T @ L[:k]
-            G[~cached] = rows_fresh
-        accepted, T = _greedy_in_batch(G[:, candidates], d[candidates], max(outside, floor))
-        rows = solve_triangular(T, G[accepted], trans="T", lower=False, check_finite=False)
+        L_candidates = np.take(L[:k], candidates, axis=1)                   # (k, b)
+        S = np.asarray(kernel(X[candidates]), dtype=np.float64)
+        if k:
+            S -= L_candidates.T @ L_candidates
+        accepted, T = _greedy_in_batch(S, d[candidates], max(outside, floor))
+        chosen = candidates[accepted]
+        G = np.asarray(kernel(X[chosen], X), dtype=np.float64)
+        if k:
+            G -= L_candidates[:, accepted].T @ L[:k]
+        rows = solve_triangular(T, G, trans="T", lower=False, check_finite=False, overwrite_b=True)
         # Harbrecht's stopping rule, pivot by pivot: pivot m is kept while Σ d before it exceeds tol·tr K
         removed = np.cumsum(np.einsum("ij,ij->i", rows, rows))
         keep = 1 + int(np.sum(remaining - removed[:-1] > tol * trace))
-        rows, accepted = rows[:keep], accepted[:keep]
+        rows, chosen = rows[:keep], chosen[:keep]
         L[k:k + keep] = rows
-        pivots[k:k + keep] = candidates[accepted]
-        # the pool: this batch's candidates not taken (the largest d left, so the next batch's first
-        # choices), brought up to date with the new rows.  Earlier pool rows that this batch did not
-        # choose are dropped: updating rows that are rarely taken again costs more than it saves.
-        taken = np.zeros(len(candidates), dtype=bool)
-        taken[accepted] = True
-        slot[pool_points] = -1
-        pool_points, pool_rows = candidates[~taken], G[~taken]
-        if len(pool_points):
-            pool_rows -= rows[:, pool_points].T @ rows
-        slot[pool_points] = np.arange(len(pool_points))
+        pivots[k:k + keep] = chosen
         d -= np.einsum("ij,ij->j", rows, rows)
-        d[candidates[accepted]] = 0.0
+        d[chosen] = 0.0
         np.maximum(d, 0.0, out=d)  # rounding can take a residual variance below zero
         k += keep
         batch = min(2 * b, _PIVOT_BATCH_MAX) if keep == b else max(keep, _PIVOT_BATCH_MIN)
