@@ -357,6 +357,20 @@ def test_rational_denominator_overflow_keeps_per_factor_paths(cpp):
         assert_close(actual, expected)
 
 
+def test_rational_denominator_underflow_keeps_per_factor_paths(cpp):
+    """α so small that the top coefficients of the Den products (~α^14 in each of the two groups) underflow
+    while each factor's own (≤ α^8) do not: those terms matter where αr is large, so the plan keeps the
+    per-factor paths, which must match the reference there."""
+    args = _hyper(ALL_RATIONAL_SPACE, 44, Modulation(), alpha_range=(1e-25, 2e-25))
+    assert not _rational_forms(cpp, ALL_RATIONAL_SPACE, args)["rational"]
+    assert _rational_forms(cpp, ALL_RATIONAL_SPACE, args)["factors"] == ["complete"] * 4 + ["tridiagonal"] * 4
+    C, D = _inputs(ALL_RATIONAL_SPACE, 50, seed=45, lengthscale=3e-13)  # r ~ 1e25: αr of order 1
+    expected = numpy_backend.fm_gram(C, D, None, None, *args)
+    actual = cpp.fm_gram(C, D, None, None, *args)
+    assert np.all(np.isfinite(actual))
+    assert_close(actual, expected)
+
+
 @pytest.mark.parametrize("space", [RATIONAL_SPACE, ALL_RATIONAL_SPACE], ids=["some_rational", "all_rational"])
 def test_rational_blocks_and_remaining_columns_agree_bitwise(cpp, space):
     """A column is computed in a vector block of 32 or one by one after the last block depending on where

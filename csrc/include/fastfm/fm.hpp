@@ -302,14 +302,19 @@ inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
     const VariableSpectrum<T>& spec = *var.spectrum;
     const int n = spec.n_states;
     const T alpha = var.alpha;
+    // Every coefficient below is positive in exact arithmetic: one that rounds below the smallest normal
+    // number (α^k underflowing for a tiny α) would drop a term that matters where αr is large, so the
+    // factor then keeps its per-factor path.
+    const T smallest = std::numeric_limits<T>::min();
     if (var.path == FactorPath::complete) {
         const T inv_n = T(1) / T(n), c0 = var.shift[0], c1 = var.shift[1];
+        const T den[3] = {c0 * c1, alpha * (c0 + c1), alpha * alpha};  // (c0 + αr)(c1 + αr)
+        if (!(den[2] >= smallest && den[0] >= smallest)) return;
         var.rational = FactorPath::complete;
         var.rational_same_intercept = leading * (c1 * inv_n + (T(1) - inv_n) * c0);
         var.rational_same_slope = leading * alpha;
         var.rational_off_numerator = leading * var.beta_mu[1] * inv_n;
         var.rational_floor = std::min(var.rational_same_intercept, var.rational_off_numerator);
-        const T den[3] = {c0 * c1, alpha * (c0 + c1), alpha * alpha};  // (c0 + αr)(c1 + αr)
         var.rational_denominator.assign(den, den + 3);
         return;
     }
@@ -347,13 +352,18 @@ inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
                 for (int i = std::max(0, k - (n - 1 - hi)); i <= std::min(k, lo); ++i)
                     coefficient += theta[lo][i] * phi[hi + 1][k - i];
                 if (!(coefficient >= T(0))) return;
-                table[(static_cast<std::size_t>(v) * n + k) * W + w] = product * coefficient * alpha_power[k];
+                const T scaled = product * coefficient * alpha_power[k];
+                if (coefficient > T(0) && !(scaled >= smallest)) return;
+                table[(static_cast<std::size_t>(v) * n + k) * W + w] = scaled;
                 if (k == 0) floor = std::min(floor, product * coefficient);
             }
         }
-    var.rational = FactorPath::tridiagonal;
     var.rational_denominator.resize(static_cast<std::size_t>(n) + 1);
-    for (int k = 0; k <= n; ++k) var.rational_denominator[k] = theta[n][k] * alpha_power[k];
+    for (int k = 0; k <= n; ++k) {
+        var.rational_denominator[k] = theta[n][k] * alpha_power[k];
+        if (!(var.rational_denominator[k] >= smallest)) return;
+    }
+    var.rational = FactorPath::tridiagonal;
     var.rational_numerators = std::move(table);
     var.rational_floor = floor;
 }
@@ -475,11 +485,11 @@ struct FMPlan {
     }
 
     // rational_den_groups from the variables' Den polynomials, each variable to the group of lower degree
-    // so far.  The coefficients are non-negative, so Horner's rule at r ≥ 0 adds positive terms only, and
-    // its partial sums are at most the polynomial's value at max(1, r): if that is finite at r = 1 (checked
-    // here), a chain can only overflow where its value does, which the caller's range test catches.
-    // Coefficients below the smallest normal number are dropped (each Den ≥ 1 at r = 0, so they are
-    // negligible) to keep subnormal arithmetic out of the loops.  False: keep the per-factor paths.
+    // so far.  The coefficients are positive, so Horner's rule at r ≥ 0 adds positive terms only, and its
+    // partial sums are at most the polynomial's value at max(1, r): if that is finite at r = 1 (checked
+    // here), a chain can only overflow where its value does, which the caller's range test catches.  A
+    // coefficient below the smallest normal number has underflowed (products of small α^k over many
+    // variables), and the terms it drops matter where αr is large.  False: keep the per-factor paths.
     bool multiply_rational_denominators() {
         for (auto& group : rational_den_groups) group.assign(1, T(1));
         for (const VariablePlan<T>& var : variables) {
@@ -494,9 +504,8 @@ struct FMPlan {
         }
         for (auto& group : rational_den_groups) {
             T at_one = 0;
-            for (T& c : group) {
-                if (!(c >= T(0))) return false;
-                if (c < std::numeric_limits<T>::min()) c = T(0);
+            for (const T c : group) {
+                if (!(c >= std::numeric_limits<T>::min())) return false;
                 at_one += c;
             }
             if (!(at_one <= std::numeric_limits<T>::max())) return false;
