@@ -1665,13 +1665,19 @@ inline void argument_for_row(const GramProblem<T>& pb, std::size_t a, std::size_
 // blocks and the scalar columns below do the same operations in the same order, so a pair's value does
 // not depend on where its column falls in a chunk (batched and unbatched calls agree to the last bit).
 
-// Horner's rule for the polynomial with ascending coefficients c[0..degree].
-template <typename T, typename V>
-inline V horner(const T* FASTFM_RESTRICT c, std::size_t degree, V r) {
-    if (degree == 0) return V{} + c[0];
-    V h = r * c[degree] + c[degree - 1];
-    for (std::size_t k = degree - 1; k-- > 0;) h = h * r + c[k];
-    return h;
+// Horner's rule for the polynomial with ascending coefficients c[0..degree] at U arguments at once (scalars
+// or vector lanes), interleaved: U independent chains hide the FMA latency.
+template <int U, typename T, typename V>
+inline void horner(const T* FASTFM_RESTRICT c, std::size_t degree, const V* r, V* out) {
+    if (degree == 0) {
+        for (int u = 0; u < U; ++u) out[u] = V{} + c[0];
+        return;
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u) out[u] = r[u] * c[degree] + c[degree - 1];
+    for (std::size_t k = degree - 1; k-- > 0;)
+#pragma GCC unroll 4
+        for (int u = 0; u < U; ++u) out[u] = out[u] * r[u] + c[k];
 }
 
 // Num_p(r) of one rational factor for row state v and column state w (scalar).
@@ -1688,20 +1694,6 @@ inline T rational_numerator(const VariablePlan<T>& var, int v, int w, T r) {
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
-// horner() for U vectors at once, interleaved: U independent chains hide the FMA latency.
-template <int U, typename T, typename V>
-inline void horner_interleaved(const T* FASTFM_RESTRICT c, std::size_t degree, const V* r, V* out) {
-    if (degree == 0) {
-        for (int u = 0; u < U; ++u) out[u] = V{} + c[0];
-        return;
-    }
-#pragma GCC unroll 4
-    for (int u = 0; u < U; ++u) out[u] = r[u] * c[degree] + c[degree - 1];
-    for (std::size_t k = degree - 1; k-- > 0;)
-#pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) out[u] = out[u] * r[u] + c[k];
-}
-
 // Blocks of U × kRationalTableStates columns with every factor at once: the running products Π Num_p
 // and the Den polynomials stay in registers, and the vector lanes pick each column's numerator
 // coefficients from the row's table with one permute per power of r.
@@ -1798,8 +1790,8 @@ inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* 
             n_acc[u] = T(1) - typename L::lanes{};
         }
         // the Den chains first: independent of the numerators, they overlap with them out of order
-        horner_interleaved<U>(den0.data(), den0.size() - 1, r, d0);
-        horner_interleaved<U>(den1.data(), den1.size() - 1, r, d1);
+        horner<U>(den0.data(), den0.size() - 1, r, d0);
+        horner<U>(den1.data(), den1.size() - 1, r, d1);
         for (std::size_t p = 0; p < P; ++p) {
             const VariablePlan<T>& var = plan.variables[p];
             const int state = static_cast<int>(v[p]);
@@ -1865,8 +1857,11 @@ inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FAST
             if (var.rational != FactorPath::general)
                 numerator *= rational_numerator(var, static_cast<int>(v[p]), cols.variable_states(p)[js + j], r);
         }
+        T d0, d1;
+        horner<1>(den0.data(), den0.size() - 1, &r, &d0);
+        horner<1>(den1.data(), den1.size() - 1, &r, &d1);
         num[j] = numerator;
-        den[j] = horner(den0.data(), den0.size() - 1, r) * horner(den1.data(), den1.size() - 1, r);
+        den[j] = d0 * d1;
     }
     const T limit = plan.rational_limit;
     int out_of_range = 0;  // an integer OR reduction vectorises; also true for NaN
