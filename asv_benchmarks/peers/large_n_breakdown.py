@@ -36,11 +36,8 @@ def main():
 
     L, pivots, _ = timed(f"pivoted Cholesky, rank {rank}", lambda: gp_large.pivoted_cholesky(kernel, X, rank))
     blocks = timed(f"pivot_blocks, {block_size} points", lambda: gp_large.pivot_blocks(L, pivots, block_size, kernel, X))
-    def residual(b):   # as PivotedCholeskyPreconditioner.with_blocks: one gather, L_bᵀL_b by syrk
-        L_b = np.take(L, b, axis=1)
-        return np.asarray(kernel(X[b])) - L_b.T @ L_b
-
-    residuals = timed("block residuals", lambda: [residual(b) for b in blocks])
+    residuals = timed("block residuals", lambda: gp_large.PivotedCholeskyPreconditioner.block_residuals_of(
+        kernel, X, L, blocks))
     pre = timed("preconditioner constructor", lambda: gp_large.PivotedCholeskyPreconditioner(
         L, pivots, noise, blocks=blocks, block_residuals=residuals))
     v = np.random.default_rng(0).standard_normal((n, 1))

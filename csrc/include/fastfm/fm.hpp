@@ -319,8 +319,8 @@ inline void prepare_rational_factor(VariablePlan<T>& var, T leading) {
         return;
     }
     if (!var.tridiagonal_gram || n > kRationalTableStates) return;
-    // Coefficients of s^0..s^n in fixed arrays: the plan is built on every kernel call, small ones
-    // included, so no heap allocation here.
+    // The continuants' coefficients of s^0..s^n in fixed arrays: the plan is built on every kernel call,
+    // small ones included, so the only heap allocations are the variable's table and Den.
     // θ_0 = 1, θ_1 = d_0 + s, θ_{k+1} = (d_k + s) θ_k − c_{k−1} θ_{k−1}; φ_n = 1, φ_k from the other end
     constexpr int W = kRationalTableStates;
     T theta[W + 1][W + 1] = {}, phi[W + 2][W + 1] = {};
