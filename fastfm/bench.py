@@ -121,7 +121,7 @@ def time_call(function, repeat, warmup=1, clock="wall", statistic="median"):
 
 
 def run_kernel_benchmarks(sizes=DEFAULT_SIZES, repeat=7, spaces=DEFAULT_SPACES, numpy_reference=True,
-                          backend="cpp", clock="wall", statistic="median", file=sys.stdout):
+                          backend="cpp", clock="wall", statistic="median", file=None):
     """Time Gram and Gram + reduction; print a table and return its rows as dicts (times in ms)."""
     fast = get_backend(backend)
     reference = get_backend("numpy")
@@ -166,7 +166,7 @@ CROSS_BATCH = 4_096
 
 
 def run_cross_benchmark(n_candidates=(10_000, 100_000), n_observations=200, space_name="NAS-like", repeat=7,
-                        numpy_reference=True, backend="cpp", clock="wall", statistic="median", file=sys.stdout):
+                        numpy_reference=True, backend="cpp", clock="wall", statistic="median", file=None):
     """Time the candidates × observations cross Gram (acquisition scoring); print and return rows.
 
     Each size is timed as one call and in batches of ``CROSS_BATCH`` rows.  The
@@ -203,7 +203,7 @@ def run_cross_benchmark(n_candidates=(10_000, 100_000), n_observations=200, spac
 
 
 def run_parallel_efficiency(n_points=2000, spaces=DEFAULT_SPACES, threads=2, repeat=7, backend="cpp",
-                            file=sys.stdout):
+                            file=None):
     """Process CPU time of the Gram and the reduction with 1 and with ``threads`` threads.
 
     efficiency = CPU(1 thread) / CPU(all threads together): 1 means the parallel
@@ -257,7 +257,7 @@ def set_inputs(n_sets, n_points, dim, seed=0):
 
 
 def run_set_benchmarks(shape=DEFAULT_SET_SHAPE, subsample=DEFAULT_SET_SUBSAMPLE, repeat=7, numpy_reference=True,
-                       backend="cpp", clock="wall", statistic="median", file=sys.stdout):
+                       backend="cpp", clock="wall", statistic="median", file=None):
     """Time the full set Gram (exact and K̂ on ``subsample`` points) and Gram + gradient reduction
     through ``SetKernel`` (so K̂'s projection sort is included), with ``backend`` and the NumPy
     reference in the same run; print a table and return its rows (times in ms)."""
@@ -312,7 +312,7 @@ def hierarchical_inputs(n, seed=0, base="matern52"):
 
 
 def run_hierarchical_benchmarks(sizes=(200, 500, 1000, 2000), repeat=5, backend="cpp", numpy_max_n=500,
-                                clock="wall", statistic="median", file=sys.stdout):
+                                clock="wall", statistic="median", file=None):
     """Time the Hierarchical (SPEC §3) Gram and Gram + fused reduction on the DeepBranch
     space, ``backend`` vs the NumPy reference (up to ``numpy_max_n`` points), same inputs."""
     fast, reference = get_backend(backend), get_backend("numpy")

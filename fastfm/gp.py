@@ -235,6 +235,12 @@ def _cholesky_with_jitter(K, context=None):
         "remove duplicate inputs, or check the kernel")
 
 
+def _where(kernel_theta, noise):
+    """Error-message text naming the hyperparameters of a failed factorisation."""
+    theta = np.append(kernel_theta, math.log(noise))
+    return f" at theta=[kernel.theta, log noise]={np.array2string(theta, precision=4)}"
+
+
 def _inverse_from_cholesky(L):
     """K⁻¹ from its lower Cholesky factor (LAPACK dpotri), symmetric, shape (N, N)."""
     inv, info = dpotri(L, lower=1)
@@ -510,12 +516,7 @@ class GaussianProcessRegressor:
     def _factorise_gram(K, noise, kernel_theta):
         """(K, L, jitter) for K = K + noise·I (in place); ``kernel_theta()`` names θ in errors."""
         K.flat[::K.shape[0] + 1] += noise
-
-        def context():
-            theta = np.append(kernel_theta(), math.log(noise))
-            return f" at theta=[kernel.theta, log noise]={np.array2string(theta, precision=4)}"
-
-        L, jitter = _cholesky_with_jitter(K, context)
+        L, jitter = _cholesky_with_jitter(K, lambda: _where(kernel_theta(), noise))
         return K, L, jitter
 
     @staticmethod
@@ -552,11 +553,30 @@ class GaussianProcessRegressor:
         K + noise·I cannot be factorised.
         """
         noise = math.exp(log_noise)
+        if getattr(terms, "device", None) is not None:
+            return self._lml_on_device(terms, theta, y, noise, eval_gradient)
         _, L, _ = self._factorise_gram(terms.gram(theta), noise, lambda: theta)
         lml, alpha = self._lml_from_factor(L, y)
         if not eval_gradient:
             return lml
         return lml, self._lml_gradient(terms.reduction, L, alpha, noise)
+
+    @staticmethod
+    def _lml_on_device(terms, theta, y, noise, eval_gradient):
+        """``_lml`` with the Gram, its factor and W kept on the GPU (``fastfm._backends.cuda_linalg``).
+
+        The same GPML Alg. 2.1 and Eq. 5.9; only O(N) numbers cross the bus."""
+        from ._backends.cuda_linalg import DeviceCholesky
+
+        context = (lambda: _where(theta, noise))
+        factor = DeviceCholesky(terms.gram_on_device(theta), noise, _JITTER_SCHEDULE, context)   # line 2
+        quad, alpha = factor.solve(y)                                                            # line 3
+        lml = -0.5 * quad - 0.5 * factor.log_determinant - 0.5 * len(y) * _LOG_2PI               # line 8
+        if not eval_gradient:
+            return lml
+        W_off, w_diag = factor.likelihood_weights(alpha)   # W = ½(ααᵀ − K⁻¹), diagonal apart
+        grad_kernel = terms.reduction_on_device(W_off, w_diag)
+        return lml, np.append(grad_kernel, noise * float(np.sum(w_diag)))
 
     def _objective(self, kernel, X, y, n_kernel):
         """f(θ) = −log p(y|X,θ) − log p(θ) and its gradient for L-BFGS-B (a failed θ gives a large value)."""

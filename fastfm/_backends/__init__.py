@@ -217,6 +217,20 @@ class SizeDispatch:
         return dispatch
 
 
+def gpu_module_for(backend, function_name, args):
+    """The ``cuda`` module when ``backend`` runs ``function_name(*args)`` on the GPU, else None.
+
+    ``backend`` is a backend module or the "auto" :class:`SizeDispatch`.  Callers that can keep a
+    result on the device (the GP likelihood, ``fastfm.kernels.fm``) ask this first."""
+    if getattr(backend, "name", None) == "cuda":
+        return backend
+    if isinstance(backend, SizeDispatch):
+        work, threshold = _work(function_name, args)
+        if work >= threshold:
+            return _load("cuda")
+    return None
+
+
 def backend_function(backend, function_name):
     """``backend.function_name``, or the reference's with one warning if the backend lacks it."""
     function = getattr(backend, function_name, None)

@@ -22,8 +22,12 @@ A GP fit evaluates the likelihood many times on the same training inputs.
 Arrays that recur across calls (the spectral tables, the training inputs C
 and D, the observations of a cross Gram, the hyperparameter vectors) go
 through a device cache, so that only what changes per evaluation crosses the
-bus: the weights W of the reduction (N²) on the way in and the Gram (N²) on
-the way out, which the host needs for its Cholesky factorisation.
+bus.  For an FM kernel the GP keeps the whole evaluation on the GPU:
+:func:`fm_gram_device` leaves the Gram there, ``cuda_linalg.DeviceCholesky``
+factors it and forms W = ½(ααᵀ − K⁻¹) in place, and :func:`fm_grad_reduction`
+reads that W where it is, so only O(N) numbers cross per evaluation.  Called
+on host arrays, :func:`fm_gram` downloads its result and
+:func:`fm_grad_reduction` uploads W (N² each).
 
 * Spectral tables are cached per ``PackedSpectra`` object (weakly: they go
   when the space goes).
@@ -60,7 +64,8 @@ from ..exceptions import BackendUnavailableError, InvalidValueError
 
 name = "cuda"
 
-__all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_from_argument",
+__all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_device",
+           "fm_gram_from_argument",
            "fm_grad_reduction", "fm_reduction_from_argument",
            "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction", "hier_gram",
            "hier_grad_reduction"]
@@ -324,9 +329,10 @@ def _download(device_array):
 
 def _on_device(array):
     """The device array for ``array`` if it already lives on the GPU, else None."""
-    cuda = _cuda()
+    if getattr(array, "__cuda_ndarray__", False):   # a Numba device array (the simulator's too)
+        return array
     if hasattr(array, "__cuda_array_interface__"):
-        return cuda.as_cuda_array(array)
+        return _cuda().as_cuda_array(array)
     return None
 
 
@@ -493,20 +499,30 @@ def _fm_rows(C1, D1, C2, D2, spectra):
     return N, C1, n_continuous, _states(D1, N, spectra, "D1")
 
 
+def fm_gram_device(C, D, spectra, alphas, betas, variance, modulation):
+    """The symmetric FM Gram k(X, X), shape (N, N), left on the device (a Numba device array).
+
+    For the GP likelihood on the device (``cuda_linalg``): no N × N transfer."""
+    kernels = _kernels()
+    N, C, n_continuous, D = _fm_rows(C, D, None, None, spectra)
+    hyper = _hyper(spectra, alphas, betas, variance, modulation)
+    K = _cuda().device_array((N, N))
+    if N:
+        n_pairs = N * (N + 1) // 2
+        _launch(kernels.fm_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
+                _cached(C), _cached(D), n_continuous, *hyper, float(modulation.exponent), K)
+    return K
+
+
 def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     """The FM Gram matrix, shape (N, M) (or (N, N) when C2 is None)."""
+    if C2 is None:
+        return _download(fm_gram_device(C1, D1, spectra, alphas, betas, variance, modulation))
     kernels = _kernels()
     cuda = _cuda()
     N, C1, n_continuous, D1 = _fm_rows(C1, D1, C2, D2, spectra)
     hyper = _hyper(spectra, alphas, betas, variance, modulation)
     exponent = float(modulation.exponent)
-    if C2 is None:
-        K = cuda.device_array((N, N))
-        if N:
-            n_pairs = N * (N + 1) // 2
-            _launch(kernels.fm_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
-                    _cached(C1), _cached(D1), n_continuous, *hyper, exponent, K)
-        return _download(K)
     M = len(D2)
     C2, _ = _continuous(C2, M, n_continuous, "C2")
     D2 = _states(D2, M, spectra, "D2")

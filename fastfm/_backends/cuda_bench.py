@@ -8,7 +8,8 @@ Run on a machine with a CUDA GPU and numba::
 1. Parity: on seeded random inputs (ModLap, a three-term family with t = 1.3
    and diffusion with t = 0.7, on the Func3C and NAS-like spaces), the cuda FM
    Gram (symmetric and cross), fused gradient reduction, Gram and reduction
-   from a given argument, neighbour rows and set sums are compared with the
+   from a given argument, neighbour rows, set sums and one GP log-likelihood
+   and gradient evaluated on the device (``cuda_linalg``) are compared with the
    NumPy reference to ``PARITY_RTOL`` (relative to the largest entry, or to
    Σ|terms| for sums; the set reduction against finite differences).  Any
    mismatch prints the worst entry, and the command exits with status 1
@@ -16,7 +17,10 @@ Run on a machine with a CUDA GPU and numba::
 2. Timings (wall clock, ``--statistic`` of ``--repeat`` runs after one warm-up
    run that also compiles the kernels): the N×N ModLap Gram and Gram + reduction
    on NAS-like and Func3C (the inputs of ``python -m fastfm.bench kernels``), the
-   100,000 × 200 candidate cross Gram, and the set Gram and reduction at
+   100,000 × 200 candidate cross Gram, one GP log-likelihood + gradient
+   evaluation up to ``--likelihood-max-n`` points (cuda: everything on the
+   device; its "host LAPACK" row: Gram and reduction on the GPU, Cholesky and
+   K⁻¹ on the host, with the Gram and W crossing the bus), the set Gram and reduction at
    (N, m, d) = (500, 50, 2).  Every cuda time includes what a caller waits for:
    launches, uploads not served by the device cache, and the download of the
    result.  The NumPy reference is timed up to ``--numpy-max-n`` points (its
@@ -79,7 +83,7 @@ def _mismatch(actual, expected, scale):
     return f"worst at {worst}: {actual[worst]!r} vs {expected[worst]!r} (tolerance {tolerance[worst]:.3g})"
 
 
-def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
+def check_parity(cuda, n_points=PARITY_SIZE, file=None):
     """Compare every cuda function with the NumPy reference on ``n_points`` points (sets: n_points // 8 + 2);
     return the list of failures (empty: all agree)."""
     failures = []
@@ -134,6 +138,13 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
                     numpy_backend.fm_gram_matvec(C, D, None, None, V, *args))
             compare(f"{label} fm_gram_matvec cross", cuda.fm_gram_matvec(C2, D2, C, D, V, *args),
                     numpy_backend.fm_gram_matvec(C2, D2, C, D, V, *args))
+    for space_name in ("Func3C", "NAS-like") if getattr(cuda, "name", None) == "cuda" else ():   # not test doubles
+        on_device = _likelihood_call(spaces[space_name], n_points, "cuda")
+        assert on_device.terms.device is not None
+        lml, grad = on_device()
+        expected_lml, expected_grad = _likelihood_call(spaces[space_name], n_points, "numpy")()
+        compare(f"{space_name} GP log-likelihood on the device", lml, expected_lml)
+        compare(f"{space_name} GP log-likelihood gradient on the device", grad, expected_grad)
     _check_hierarchical_parity(cuda, n_points, rng, compare)
     n_sets = n_points // 8 + 2
     A = rng.uniform(size=(n_sets, 12, 3))
@@ -153,6 +164,32 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=sys.stdout):
         compare(f"set_grad_reduction nu={nu} (vs finite differences)", cuda.set_grad_reduction(A, W, length_scale, nu),
                 numeric, scale)
     return failures
+
+
+def _likelihood_call(space, n_points, backend, on_device=True, noise=0.05):
+    """A call of one GP log-likelihood + gradient evaluation (ModLap, seeded inputs) on ``backend``.
+
+    ``on_device=False`` with the cuda backend: the Gram and the reduction on the GPU, the Cholesky and
+    K⁻¹ on the host (LAPACK), the path before ``cuda_linalg``.  The call's ``terms`` attribute is the
+    kernel's likelihood terms."""
+    from ..gp import GaussianProcessRegressor
+    from ..kernels import ModLap
+
+    X = space.sample_encoded(n_points, seed=11)
+    y = np.random.default_rng(12).standard_normal(n_points)
+    kernel = ModLap(space, lengthscale=bench.LENGTHSCALE, alpha=bench.ALPHA, beta=bench.BETA,
+                    variance=bench.VARIANCE, backend=backend)
+    terms = kernel._likelihood_terms(X)
+    if not on_device:
+        terms.device = None
+    gp = GaussianProcessRegressor(kernel)
+    theta = kernel.theta
+
+    def call():
+        return gp._lml(terms, theta, y, np.log(noise), True)
+
+    call.terms = terms
+    return call
 
 
 def _check_hierarchical_parity(cuda, n_points, rng, compare):
@@ -177,7 +214,7 @@ def _time(function, repeat, statistic):
 
 
 def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, numpy_max_n=2000, statistic="median",
-                spaces=("NAS-like", "Func3C"), n_candidates=100_000, file=sys.stdout):
+                spaces=("NAS-like", "Func3C"), n_candidates=100_000, likelihood_max_n=10_000, file=None):
     """Time cuda, cpp and numpy; print a table and return its rows (times in ms, NaN when not timed)."""
     backends = {name: get_backend(name) for name in ("cuda", "cpp", "numpy") if name in available_backends()}
     all_spaces = bench.benchmark_spaces()
@@ -219,6 +256,15 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
                    {"cuda": gram_and_reduction, "cpp": gram_and_reduction, "numpy": gram_and_reduction}, n)
             record(f"{space_name} N={n} K·v (matrix-free)", {"cuda": matvec, "cpp": matvec, "numpy": matvec}, n)
             del C, D, W
+            if n <= likelihood_max_n:
+                calls = {name: _likelihood_call(space, n, name) for name in backends}
+                record(f"{space_name} N={n} GP lml+gradient", {name: (lambda module, call=calls.get(name): call())
+                                                               for name in ("cuda", "cpp", "numpy")}, n)
+                del calls
+                host = _likelihood_call(space, n, "cuda", on_device=False)
+                record(f"{space_name} N={n}  same, host LAPACK",
+                       {"cuda": lambda module: host(), "cpp": None, "numpy": None}, n)
+                del host
     if n_candidates:
         space = all_spaces["NAS-like"]
         C2, D2, _, args = bench.kernel_inputs(space, 200)
@@ -280,6 +326,8 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--statistic", choices=["median", "min"], default="median")
     parser.add_argument("--numpy-max-n", type=int, default=2000, help="largest N the NumPy reference is timed on")
+    parser.add_argument("--likelihood-max-n", type=int, default=10_000,
+                        help="largest N of the GP log-likelihood timings")
     parser.add_argument("--parity-only", action="store_true")
     parser.add_argument("--parity-size", type=int, default=PARITY_SIZE, help="points of the parity check")
     parser.add_argument("--json", metavar="PATH", help="also write the results here")
@@ -297,7 +345,8 @@ def main(argv=None):
               "machine": machine, "parity_failures": failures, "timings": []}
     if not failures and not args.parity_only:
         result["timings"] = run_timings(args.sizes, tuple(args.set_shape), args.repeat, args.numpy_max_n,
-                                        args.statistic, n_candidates=args.candidates)
+                                        args.statistic, n_candidates=args.candidates,
+                                        likelihood_max_n=args.likelihood_max_n)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(result, handle, indent=2, default=float)

@@ -40,7 +40,7 @@ import weakref
 
 import numpy as np
 
-from .._backends import backend_function
+from .._backends import backend_function, gpu_module_for
 from .._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
 from ..exceptions import SpaceDefinitionError
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
@@ -387,6 +387,10 @@ class _FMLikelihoodTerms:
     third of each likelihood evaluation, and it holds the GIL the parallel
     restarts share.  Here X is checked and split once, and θ maps to the
     backend's arguments with a few array operations.
+
+    When the backend runs this Gram on the GPU, ``device`` is the ``cuda``
+    module and the GP evaluates its likelihood there (``gram_on_device``,
+    ``reduction_on_device``: the Gram and the weights never cross the bus).
     """
 
     def __init__(self, kernel, X):
@@ -402,9 +406,11 @@ class _FMLikelihoodTerms:
         self._grad_reduction = backend_function(backend, "fm_grad_reduction")
         self.spectra = space.packed_spectra
         self.modulation = kernel._modulation
+        self.device = gpu_module_for(backend, "fm_gram", (self.C, self.D, None, None, self.spectra))
         self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K) at the last θ
 
-    def gram(self, theta):
+    def _arguments(self, theta):
+        """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
         values = self.log_values.copy()
         values[self.mask] = theta
         Dc, P = self.n_continuous, self.n_discrete
@@ -413,18 +419,38 @@ class _FMLikelihoodTerms:
         betas = np.exp(values[Dc + P:Dc + 2 * P])
         normaliser, dlog_c = self.kernel._normaliser_at(betas)
         args = (self.spectra, alphas, betas, math.exp(values[-1]) / normaliser, self.modulation)
-        C = np.ascontiguousarray(self.C / lengthscale)
+        return np.ascontiguousarray(self.C / lengthscale), args, dlog_c, betas
+
+    def gram(self, theta):
+        C, args, dlog_c, betas = self._arguments(theta)
         K = self._gram(C, self.D, None, None, *args)
         self._at = (C, args, dlog_c, betas, K.diagonal().copy())   # the caller may add noise to K's diagonal
         return K
 
+    def gram_on_device(self, theta):
+        """``gram`` left on the GPU (a device array; ``device`` must be set)."""
+        from .._backends import cuda_linalg
+        C, args, dlog_c, betas = self._arguments(theta)
+        K = self.device.fm_gram_device(C, self.D, *args)
+        self._at = (C, args, dlog_c, betas, cuda_linalg.diagonal(K))
+        return K
+
     def reduction(self, W):
-        C, args, dlog_c, betas, K_diag = self._at
-        # The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal).  W is the GP's
-        # temporary ½(ααᵀ − K⁻¹), so its diagonal is zeroed in place and restored, not copied.
+        # W is the GP's temporary ½(ααᵀ − K⁻¹), so its diagonal is zeroed in place and restored, not copied
         with _diagonal_zeroed_in_place(W) as (W_off, w_diag):
-            # W is symmetric: the C++ backend reads one triangle of it
-            g_ls, g_alpha, g_beta, g_var = self._grad_reduction(C, self.D, W_off, *args, True)
+            return self.reduction_without_diagonal(W_off, w_diag)
+
+    def reduction_on_device(self, W_off, w_diag):
+        """``reduction`` of W given as a device array with a zero diagonal and its diagonal (host)."""
+        return self.reduction_without_diagonal(W_off, w_diag, self.device.fm_grad_reduction)
+
+    def reduction_without_diagonal(self, W_off, w_diag, grad_reduction=None):
+        """Σ W ∂K/∂θ at the last ``gram``'s θ from W's off-diagonal part and its diagonal.
+
+        The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal)."""
+        C, args, dlog_c, betas, K_diag = self._at
+        # W is symmetric: the C++ backend reads one triangle of it
+        g_ls, g_alpha, g_beta, g_var = (grad_reduction or self._grad_reduction)(C, self.D, W_off, *args, True)
         vector = _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)
         space = self.kernel.space
         # the tables only where some e_p can be non-zero (they cost ~35 µs per θ)

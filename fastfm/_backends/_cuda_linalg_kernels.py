@@ -1,0 +1,372 @@
+"""Numba CUDA kernels of the GP likelihood on the device (imported lazily: it imports numba).
+
+The host side (order of launches, jitter, checks) is ``cuda_linalg.py``.  All
+matrices are float64, row-major and square (N × N); only their lower triangles
+are read unless a kernel says otherwise.
+
+Blocked right-looking algorithms on panels of ``PANEL`` columns, the small
+diagonal blocks in shared memory and everything else as rank-``PANEL`` updates
+(the level-3 work, N³/3 flops each):
+
+* Cholesky L Lᵀ = A (LAPACK dpotrf): per panel, factor the diagonal block
+  (``factor_diagonal_block``), solve the rows below against it
+  (``solve_rows_below``), subtract the panel's outer product from the trailing
+  lower triangle (``subtract_panel_product``);
+* the inverse X = L⁻¹ (solving L X = I, a dtrtri): per panel of rows, solve it
+  against the diagonal block (``solve_diagonal_rows``), subtract its product
+  with the rows below (``subtract_panel_product`` again);
+* K⁻¹ = Xᵀ X (LAPACK dlauum): ``lower_product_of_columns``.
+
+A failed pivot (not > 0, or not finite) writes its 1-based index to
+``info[0]``; every later kernel reads ``info[0]`` first and returns, so a
+failed factorisation costs no more work and the host reads one integer.
+"""
+import math
+
+from numba import config, cuda, float64
+
+# Panel width: a diagonal block is PANEL × PANEL, factored by PANEL² threads (≤ 1024).
+PANEL = 8 if config.ENABLE_CUDASIM else 32
+# The rank-PANEL updates compute TILE × TILE outputs per block of TILE_THREADS² threads, each thread
+# PER_THREAD² of them held in registers (rows ty + TILE_THREADS·i, columns tx + TILE_THREADS·j: a
+# warp's loads and stores stay on consecutive columns).  The simulator runs one Python thread per
+# GPU thread, so it gets small blocks.
+TILE = 8 if config.ENABLE_CUDASIM else 64
+TILE_THREADS = 4 if config.ENABLE_CUDASIM else 16
+PER_THREAD = TILE // TILE_THREADS
+# Rows of the inner dimension per shared-memory chunk in lower_product_of_columns.
+CHUNK = 8 if config.ENABLE_CUDASIM else 16
+# 1-D blocks (vectors, reductions over a row): a power of two.
+VECTOR_BLOCK = 16 if config.ENABLE_CUDASIM else 256
+# Square tiles of the elementwise / transposing kernels.
+SQUARE = 8 if config.ENABLE_CUDASIM else 32
+# Shared-memory rows are padded by one element so that a warp reading down a column hits 32 different
+# banks.  (Shapes of cuda.shared.array must be literal globals: Numba does not fold PANEL + 1.)
+PANEL_PADDED = PANEL + 1
+TILE_PADDED = TILE + 1
+SQUARE_PADDED = SQUARE + 1
+
+
+# ------------------------------------------------------------------ Cholesky
+@cuda.jit
+def factor_diagonal_block(A, k0, kb, info):
+    """A[k0:k0+kb, k0:k0+kb] (lower) ← its Cholesky factor; block (PANEL, PANEL), x = column."""
+    if info[0] != 0:
+        return
+    block = cuda.shared.array((PANEL, PANEL_PADDED), float64)
+    failed = cuda.shared.array(1, float64)
+    col = cuda.threadIdx.x
+    row = cuda.threadIdx.y
+    inside = row < kb and col <= row
+    if inside:
+        block[row, col] = A[k0 + row, k0 + col]
+    if row == 0 and col == 0:
+        failed[0] = 0.0
+    cuda.syncthreads()
+    for j in range(kb):
+        if row == j and col == j:
+            pivot = block[j, j]
+            if pivot > 0.0 and pivot < math.inf:
+                block[j, j] = math.sqrt(pivot)
+            else:
+                failed[0] = 1.0
+                info[0] = k0 + j + 1
+        cuda.syncthreads()
+        if failed[0] != 0.0:   # the same shared value for every thread: a uniform exit
+            return
+        if col == j and j < row < kb:
+            block[row, j] /= block[j, j]
+        cuda.syncthreads()
+        if j < col <= row < kb:
+            block[row, col] -= block[row, j] * block[col, j]
+        cuda.syncthreads()
+    if inside:
+        A[k0 + row, k0 + col] = block[row, col]
+
+
+@cuda.jit
+def solve_rows_below(A, k0, kb, info):
+    """Rows r ≥ k0 + kb: A[r, k0:k0+kb] ← A[r, k0:k0+kb] L_kk⁻ᵀ (L_kk: the factored diagonal block).
+
+    Block (PANEL, PANEL) per PANEL rows, x = column within the panel."""
+    if info[0] != 0:
+        return
+    N = A.shape[0]
+    diagonal = cuda.shared.array((PANEL, PANEL_PADDED), float64)
+    rows = cuda.shared.array((PANEL, PANEL_PADDED), float64)
+    col = cuda.threadIdx.x
+    local = cuda.threadIdx.y
+    r = k0 + kb + cuda.blockIdx.x * PANEL + local
+    if local < kb and col <= local:
+        diagonal[local, col] = A[k0 + local, k0 + col]
+    if r < N and col < kb:
+        rows[local, col] = A[r, k0 + col]
+    cuda.syncthreads()
+    # forward substitution along the row: x_j = (a_j − Σ_{l<j} x_l L_jl) / L_jj
+    for j in range(kb):
+        if col == j:
+            rows[local, j] /= diagonal[j, j]
+        cuda.syncthreads()
+        if j < col < kb:
+            rows[local, col] -= rows[local, j] * diagonal[col, j]
+        cuda.syncthreads()
+    if r < N and col < kb:
+        A[r, k0 + col] = rows[local, col]
+
+
+@cuda.jit
+def subtract_panel_product(C, A, a_col, B, b_row, b_col, b_by_rows, kb, row_start, col_start, col_end,
+                           lower_only, info):
+    """C[i, j] −= Σ_{l < kb} A[i, a_col + l] · B̂[l, j] for i ≥ row_start, col_start ≤ j < col_end.
+
+    B̂[l, j] = B[b_row + l, j] when ``b_by_rows`` (a row panel), else B[j, b_col + l] (a column panel:
+    the Cholesky update A Aᵀ).  ``lower_only``: only j ≤ i is written (tiles above the diagonal return
+    at once).  Grid (column tiles, row tiles), block (TILE_THREADS, TILE_THREADS)."""
+    if info[0] != 0:
+        return
+    N = C.shape[0]
+    i0 = row_start + cuda.blockIdx.y * TILE
+    j0 = col_start + cuda.blockIdx.x * TILE
+    if lower_only and j0 > i0 + TILE - 1:
+        return
+    a_tile = cuda.shared.array((TILE, PANEL_PADDED), float64)
+    b_tile = cuda.shared.array((TILE, PANEL_PADDED), float64)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    thread = ty * TILE_THREADS + tx
+    for e in range(thread, TILE * PANEL, TILE_THREADS * TILE_THREADS):
+        # A: consecutive threads read consecutive l of one row
+        t, l = e // PANEL, e % PANEL
+        i = i0 + t
+        a_tile[t, l] = A[i, a_col + l] if (i < N and l < kb) else 0.0
+        if b_by_rows:   # consecutive threads read consecutive j of one row of B
+            l, t = e // TILE, e % TILE
+            j = j0 + t
+            b_tile[t, l] = B[b_row + l, j] if (j < col_end and l < kb) else 0.0
+        else:
+            j = j0 + t
+            b_tile[t, l] = B[j, b_col + l] if (j < col_end and l < kb) else 0.0
+    cuda.syncthreads()
+    acc = cuda.local.array((PER_THREAD, PER_THREAD), float64)
+    left = cuda.local.array(PER_THREAD, float64)
+    right = cuda.local.array(PER_THREAD, float64)
+    for a in range(PER_THREAD):
+        for b in range(PER_THREAD):
+            acc[a, b] = 0.0
+    for l in range(kb):
+        # 2·PER_THREAD shared loads for PER_THREAD² multiply-adds
+        for a in range(PER_THREAD):
+            left[a] = a_tile[ty + TILE_THREADS * a, l]
+            right[a] = b_tile[tx + TILE_THREADS * a, l]
+        for a in range(PER_THREAD):
+            for b in range(PER_THREAD):
+                acc[a, b] += left[a] * right[b]
+    for a in range(PER_THREAD):
+        i = i0 + ty + TILE_THREADS * a
+        for b in range(PER_THREAD):
+            j = j0 + tx + TILE_THREADS * b
+            if i < N and j < col_end and (not lower_only or j <= i):
+                C[i, j] -= acc[a, b]
+
+
+# ------------------------------------------------------------- the inverse
+@cuda.jit
+def solve_diagonal_rows(X, L, k0, kb, col_end, info):
+    """X[k0:k0+kb, c] ← L_kk⁻¹ X[k0:k0+kb, c] for c < col_end (forward substitution down each column).
+
+    Block (PANEL, PANEL) per PANEL columns, x = column, y = row within the panel."""
+    if info[0] != 0:
+        return
+    diagonal = cuda.shared.array((PANEL, PANEL_PADDED), float64)
+    part = cuda.shared.array((PANEL, PANEL_PADDED), float64)
+    tx = cuda.threadIdx.x
+    row = cuda.threadIdx.y
+    c = cuda.blockIdx.x * PANEL + tx
+    if row < kb and tx <= row:
+        diagonal[row, tx] = L[k0 + row, k0 + tx]
+    if row < kb and c < col_end:
+        part[row, tx] = X[k0 + row, c]
+    cuda.syncthreads()
+    for j in range(kb):
+        if row == j:
+            part[j, tx] /= diagonal[j, j]
+        cuda.syncthreads()
+        if j < row < kb:
+            part[row, tx] -= diagonal[row, j] * part[j, tx]
+        cuda.syncthreads()
+    if row < kb and c < col_end:
+        X[k0 + row, c] = part[row, tx]
+
+
+@cuda.jit
+def lower_product_of_columns(X, out, info):
+    """out[i, j] = Σ_l X[l, i] X[l, j] for j ≤ i, X lower triangular (so l ≥ i): K⁻¹ = Xᵀ X for X = L⁻¹.
+
+    Grid (column tiles, row tiles), block (TILE_THREADS, TILE_THREADS); tiles above the diagonal return."""
+    if info[0] != 0:
+        return
+    N = X.shape[0]
+    i0 = cuda.blockIdx.y * TILE
+    j0 = cuda.blockIdx.x * TILE
+    if j0 > i0:
+        return
+    left = cuda.shared.array((CHUNK, TILE_PADDED), float64)    # X[l, i0 + t]
+    right = cuda.shared.array((CHUNK, TILE_PADDED), float64)   # X[l, j0 + t]
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    thread = ty * TILE_THREADS + tx
+    acc = cuda.local.array((PER_THREAD, PER_THREAD), float64)
+    values = cuda.local.array(PER_THREAD, float64)
+    others = cuda.local.array(PER_THREAD, float64)
+    for a in range(PER_THREAD):
+        for b in range(PER_THREAD):
+            acc[a, b] = 0.0
+    for l0 in range(i0, N, CHUNK):   # X[l, i] = 0 for l < i: start at the tile's first row
+        for e in range(thread, CHUNK * TILE, TILE_THREADS * TILE_THREADS):
+            l, t = e // TILE, e % TILE
+            inside = l0 + l < N
+            left[l, t] = X[l0 + l, i0 + t] if (inside and i0 + t < N) else 0.0
+            right[l, t] = X[l0 + l, j0 + t] if (inside and j0 + t < N) else 0.0
+        cuda.syncthreads()
+        for l in range(CHUNK):
+            for a in range(PER_THREAD):
+                values[a] = left[l, ty + TILE_THREADS * a]
+                others[a] = right[l, tx + TILE_THREADS * a]
+            for a in range(PER_THREAD):
+                for b in range(PER_THREAD):
+                    acc[a, b] += values[a] * others[b]
+        cuda.syncthreads()
+    for a in range(PER_THREAD):
+        i = i0 + ty + TILE_THREADS * a
+        for b in range(PER_THREAD):
+            j = j0 + tx + TILE_THREADS * b
+            if i < N and j <= i:
+                out[i, j] = acc[a, b]
+
+
+# ------------------------------------------------------- vectors and setup
+@cuda.jit
+def lower_times_vector(X, y, z):
+    """z[i] = Σ_{j ≤ i} X[i, j] y[j]; one block of VECTOR_BLOCK threads per row."""
+    partial = cuda.shared.array(VECTOR_BLOCK, float64)
+    i = cuda.blockIdx.x
+    t = cuda.threadIdx.x
+    total = 0.0
+    for j in range(t, i + 1, VECTOR_BLOCK):
+        total += X[i, j] * y[j]
+    partial[t] = total
+    cuda.syncthreads()
+    step = VECTOR_BLOCK // 2
+    while step > 0:
+        if t < step:
+            partial[t] += partial[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        z[i] = partial[0]
+
+
+@cuda.jit
+def lower_transpose_times_vector_partials(X, z, partials, rows_per_part):
+    """partials[p, j] = Σ_{i in part p, i ≥ j} X[i, j] z[i]; grid (column blocks, parts), 1-D blocks.
+
+    A warp reads consecutive columns of a row (coalesced); the parts give the GPU enough blocks."""
+    N = X.shape[0]
+    j = cuda.blockIdx.x * VECTOR_BLOCK + cuda.threadIdx.x
+    p = cuda.blockIdx.y
+    if j >= N:
+        return
+    # (no min/max builtins: explicit branches keep the kernel compilable to PTX without a driver)
+    first = p * rows_per_part
+    if first < j:
+        first = j
+    end = (p + 1) * rows_per_part
+    if end > N:
+        end = N
+    total = 0.0
+    for i in range(first, end):
+        total += X[i, j] * z[i]
+    partials[p, j] = total
+
+
+@cuda.jit
+def sum_partials(partials, out):
+    """out[j] = Σ_p partials[p, j]."""
+    j = cuda.grid(1)
+    if j < out.shape[0]:
+        total = 0.0
+        for p in range(partials.shape[0]):
+            total += partials[p, j]
+        out[j] = total
+
+
+@cuda.jit
+def copy_lower_with_diagonal_shift(source, target, shift):
+    """target[i, j] = source[i, j] + shift·δ_ij for j ≤ i (the upper triangle is not touched)."""
+    j, i = cuda.grid(2)
+    N = source.shape[0]
+    if i < N and j <= i:
+        value = source[i, j]
+        if i == j:
+            value += shift
+        target[i, j] = value
+
+
+@cuda.jit
+def set_identity(X):
+    j, i = cuda.grid(2)
+    N = X.shape[0]
+    if i < N and j < N:
+        X[i, j] = 1.0 if i == j else 0.0
+
+
+@cuda.jit
+def copy_diagonal(A, out):
+    i = cuda.grid(1)
+    if i < A.shape[0]:
+        out[i] = A[i, i]
+
+
+@cuda.jit
+def first_non_finite(A, found):
+    """found[0] ← the smallest row-major index of a NaN/inf entry of the lower triangle (found[0] = N² when none)."""
+    j, i = cuda.grid(2)
+    N = A.shape[0]
+    if i < N and j <= i:
+        value = A[i, j]
+        if not (abs(value) < math.inf):
+            cuda.atomic.min(found, 0, i * N + j)
+
+
+@cuda.jit
+def likelihood_weights(K_inv, alpha, w_diag):
+    """K_inv (lower) ← W = ½(α αᵀ − K⁻¹) (GPML Eq. 5.9), both triangles, with W's diagonal moved to w_diag
+    and zeroed in W (the FM reduction sums the a = b pairs apart).
+
+    Grid (tiles, tiles) of SQUARE × SQUARE, block (SQUARE, SQUARE); a lower tile also writes its mirror
+    through shared memory, so both writes coalesce."""
+    N = K_inv.shape[0]
+    ti = cuda.blockIdx.y
+    tj = cuda.blockIdx.x
+    if tj > ti:
+        return
+    tile = cuda.shared.array((SQUARE, SQUARE_PADDED), float64)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    i = ti * SQUARE + ty
+    j = tj * SQUARE + tx
+    value = 0.0
+    if i < N and j <= i:
+        value = 0.5 * (alpha[i] * alpha[j] - K_inv[i, j])
+        if i == j:
+            w_diag[i] = value
+            value = 0.0
+    tile[ty, tx] = value
+    cuda.syncthreads()
+    if i < N and j <= i:
+        K_inv[i, j] = value
+    # mirror: the thread at (ty, tx) writes W[tj·S + ty, ti·S + tx] = tile[tx, ty]
+    mi = tj * SQUARE + ty
+    mj = ti * SQUARE + tx
+    if mj < N and mi < mj:
+        K_inv[mi, mj] = tile[tx, ty]

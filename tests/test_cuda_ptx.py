@@ -1,0 +1,131 @@
+"""Every CUDA kernel compiles for a real GPU, not only under Numba's simulator.
+
+The simulator runs the kernels as Python, so it accepts code that the CUDA
+compiler refuses (a shared-memory shape written ``(PANEL, PANEL + 1)`` runs
+there and fails to type on a GPU).  This test records the argument types of
+every kernel launch while the parity check runs under the simulator, then, in
+a fresh process without the simulator, compiles each kernel for those types
+to PTX (Numba's NVVM, sm_90, as on an H100) and assembles it with ``ptxas``,
+which needs the CUDA toolkit but no GPU or driver.  It also fails when a
+kernel of the three kernel modules was not launched at all, so a new kernel
+cannot escape it.  Without a toolkit (no libnvvm) it is skipped, naming what
+is missing.
+"""
+import glob
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from test_cuda_backend import cuda_backend  # noqa: F401  (the fixture: GPU, else the simulator)
+
+numba = pytest.importorskip("numba", reason="numba is not installed (it is in the 'test' extra)")
+
+KERNEL_MODULES = ("fastfm._backends._cuda_kernels", "fastfm._backends._cuda_matvec_kernels",
+                  "fastfm._backends._cuda_linalg_kernels")
+COMPUTE_CAPABILITY = (9, 0)
+
+
+def _toolkit():
+    """A CUDA toolkit root holding libnvvm and ptxas, or None."""
+    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
+                  *sorted(glob.glob("/usr/local/cuda-*"), reverse=True)]
+    for root in candidates:
+        libraries = [pattern for folder in ("nvvm/lib64", "lib64", "lib") if root
+                     for pattern in glob.glob(os.path.join(root, folder, "libnvvm.so*"))]
+        if libraries and os.path.exists(os.path.join(root, "bin", "ptxas")):
+            return root
+    return None
+
+
+def _numba_type(value):
+    return numba.typeof(getattr(value, "_ary", value))   # the simulator's device array wraps a NumPy array
+
+
+def _is_kernel(value):
+    """A ``@cuda.jit`` kernel (not a device function), under the simulator or not."""
+    if type(value).__name__ == "FakeCUDAKernel":
+        return not value._device
+    if type(value).__name__ == "CUDADispatcher":
+        return not value.targetoptions.get("device", False)
+    return False
+
+
+def _kernels_of(module_name):
+    import importlib
+    module = importlib.import_module(module_name)
+    return sorted(name for name, value in vars(module).items() if _is_kernel(value))
+
+
+_COMPILE_SCRIPT = textwrap.dedent("""
+    import importlib, pickle, subprocess, sys
+    from types import SimpleNamespace
+    from numba import cuda
+    import numba.cuda.dispatcher as dispatcher
+    signatures, ptxas, cc, out = pickle.load(open(sys.argv[1], "rb")), sys.argv[2], tuple(map(int, sys.argv[3:5])), sys.argv[5]
+    # device functions are compiled for the current device's compute capability: without a GPU, say it
+    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+    problems = []
+    for (module_name, name), argument_types in sorted(signatures.items()):
+        kernel = getattr(importlib.import_module(module_name), name)
+        for types in argument_types:
+            try:
+                ptx, _ = cuda.compile_ptx(kernel.py_func, types, cc=cc)
+            except Exception as error:   # report every kernel, not only the first
+                problems.append(f"{name}{types}: {type(error).__name__}: {str(error).splitlines()[0]}")
+                continue
+            with open(out, "w") as handle:
+                handle.write(ptx)
+            result = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", out, "-o", "/dev/null"],
+                                    capture_output=True, text=True)
+            if result.returncode:
+                problems.append(f"{name}{types}: ptxas: {result.stderr.strip()}")
+    print(f"compiled {sum(map(len, signatures.values()))} kernel signatures")
+    print("\\n".join(problems))
+    sys.exit(1 if problems else 0)
+""")
+
+
+def test_every_kernel_compiles_to_ptx_for_the_types_it_is_launched_with(cuda_backend, monkeypatch, tmp_path):
+    toolkit = _toolkit()
+    if toolkit is None:
+        pytest.skip("no CUDA toolkit with libnvvm and ptxas (CUDA_HOME, /usr/local/cuda*): PTX compilation "
+                    "cannot be checked on this machine")
+    from numba import cuda
+
+    from fastfm._backends import cuda_bench, cuda_linalg
+    from fastfm._backends import cuda as cuda_module
+    from fastfm.exceptions import NotPositiveDefiniteError
+
+    signatures = {}
+    launch = cuda_module._launch
+
+    def recording_launch(kernel, grid, block, *args):
+        function = getattr(kernel, "fn", None) or kernel.py_func
+        key = (function.__module__, function.__name__)
+        signatures.setdefault(key, set()).add(tuple(_numba_type(arg) for arg in args))
+        return launch(kernel, grid, block, *args)
+
+    monkeypatch.setattr(cuda_module, "_launch", recording_launch)
+    assert cuda_bench.check_parity(cuda_backend, n_points=9) == []
+    singular = np.ones((3, 3))
+    singular[0, 2] = singular[2, 0] = np.nan
+    with pytest.raises(NotPositiveDefiniteError):
+        cuda_linalg.DeviceCholesky(cuda.to_device(singular), 0.0)
+
+    launched = {key[1] for key in signatures}
+    missing = [f"{module}.{name}" for module in KERNEL_MODULES for name in _kernels_of(module) if name not in launched]
+    assert not missing, f"kernels never launched by the parity check (so never compile-checked): {missing}"
+
+    path = tmp_path / "signatures.pickle"
+    path.write_bytes(pickle.dumps(signatures))
+    environment = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    environment["CUDA_HOME"] = toolkit
+    result = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, str(path), os.path.join(toolkit, "bin", "ptxas"),
+                             *map(str, COMPUTE_CAPABILITY), str(tmp_path / "kernel.ptx")],
+                            capture_output=True, text=True, env=environment, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "compiled" in result.stdout
