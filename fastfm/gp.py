@@ -574,8 +574,8 @@ class GaussianProcessRegressor:
         lml = -0.5 * quad - 0.5 * factor.log_determinant - 0.5 * len(y) * _LOG_2PI               # line 8
         if not eval_gradient:
             return lml
-        W_off, w_diag = factor.likelihood_weights(alpha)   # W = ½(ααᵀ − K⁻¹), diagonal apart
-        grad_kernel = terms.reduction_on_device(W_off, w_diag)
+        W, w_diag = factor.likelihood_weights(alpha, terms.splits_diagonal)   # W = ½(ααᵀ − K⁻¹)
+        grad_kernel = terms.reduction_on_device(W, w_diag)
         return lml, np.append(grad_kernel, noise * float(np.sum(w_diag)))
 
     def _objective(self, kernel, X, y, n_kernel):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from _spaces import SPACES
 from test_backend_parity import assert_close
+from test_cuda_backend import _hier_kernel
 from test_cuda_backend import cuda_backend  # noqa: F401  (the fixture: GPU, else the simulator)
 
 import fastfm as ff
@@ -129,16 +130,26 @@ def _recorded_transfers(monkeypatch):
     return shapes
 
 
-def test_gp_likelihood_on_the_device_matches_the_reference_without_n_by_n_transfers(cuda_backend, monkeypatch):
-    space = SPACES["mixed"]
+def _fm_kernel(space, backend):
+    return ff.kernels.ModLap(space, lengthscale=0.4, alpha=0.7, beta=1.3, variance=1.2, backend=backend)
+
+
+@pytest.mark.parametrize("space_name, make_kernel", [("mixed", _fm_kernel),
+                                                     ("conditional", lambda space, backend: _hier_kernel(
+                                                         space, "matern52", seed=5, backend=backend))],
+                         ids=["fm", "hierarchical"])
+def test_gp_likelihood_on_the_device_matches_the_reference_without_n_by_n_transfers(cuda_backend, monkeypatch,
+                                                                                     space_name, make_kernel):
+    """FM terms split W's diagonal off (the a = b pairs), the generic terms of the hierarchical kernel
+    keep it: both against the NumPy reference's likelihood and gradient."""
+    space = SPACES[space_name]
     n = 2 * _panel() - 4                    # 12 under the simulator
     X = space.sample_encoded(n, seed=3)
     X[5] = X[2]                              # a zero distance: the a = b share of the β gradients
     y = np.sin(1.3 * np.arange(n)) + 0.1 * np.arange(n)
     results = {}
     for backend in ("numpy", "cuda"):
-        kernel = ff.kernels.ModLap(space, lengthscale=0.4, alpha=0.7, beta=1.3, variance=1.2, backend=backend)
-        gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=1e-3).fit(X, y)
+        gp = ff.GaussianProcessRegressor(make_kernel(space, backend), optimizer=None, noise=1e-3).fit(X, y)
         assert (gp.kernel_._likelihood_terms(gp.X_train_).device is not None) == (backend == "cuda")
         theta = np.append(gp.kernel_.theta, np.log(2e-3))
         with monkeypatch.context() as patch:

@@ -339,9 +339,9 @@ def first_non_finite(A, found):
 
 
 @cuda.jit
-def likelihood_weights(K_inv, alpha, w_diag):
-    """K_inv (lower) ← W = ½(α αᵀ − K⁻¹) (GPML Eq. 5.9), both triangles, with W's diagonal moved to w_diag
-    and zeroed in W (the FM reduction sums the a = b pairs apart).
+def likelihood_weights(K_inv, alpha, w_diag, zero_diagonal):
+    """K_inv (lower) ← W = ½(α αᵀ − K⁻¹) (GPML Eq. 5.9), both triangles, W's diagonal copied to w_diag
+    and, with ``zero_diagonal``, zeroed in W (the FM reduction sums the a = b pairs apart).
 
     Grid (tiles, tiles) of SQUARE × SQUARE, block (SQUARE, SQUARE); a lower tile also writes its mirror
     through shared memory, so both writes coalesce."""
@@ -360,7 +360,8 @@ def likelihood_weights(K_inv, alpha, w_diag):
         value = 0.5 * (alpha[i] * alpha[j] - K_inv[i, j])
         if i == j:
             w_diag[i] = value
-            value = 0.0
+            if zero_diagonal:
+                value = 0.0
     tile[ty, tx] = value
     cuda.syncthreads()
     if i < N and j <= i:

@@ -68,7 +68,7 @@ __all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram",
            "fm_gram_from_argument",
            "fm_grad_reduction", "fm_reduction_from_argument",
            "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction", "hier_gram",
-           "hier_grad_reduction"]
+           "hier_gram_device", "hier_grad_reduction"]
 
 # Cache policy (module docstring).  16 entries hold a fit's inputs (C, D, spectra-derived
 # vectors, α, β, coefficients) and a few observation sets of the acquisition step.
@@ -786,6 +786,21 @@ def _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims):
             float(variance), int(profile))
 
 
+def hier_gram_device(V, M, is_real, omega, rho_pi, lengthscale, variance, profile):
+    """The symmetric hierarchical Gram k(X, X), shape (N, N), left on the device (see :func:`fm_gram_device`)."""
+    kernels = _kernels()
+    n_dims = int(np.shape(V)[1]) if len(np.shape(V)) == 2 else None
+    V, M = _hier_points(V, M, n_dims, "V1", "M1")
+    N = len(V)
+    hyper = _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims)
+    K = _cuda().device_array((N, N))
+    if N:
+        n_pairs = N * (N + 1) // 2
+        _launch(kernels.hier_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
+                _cached(V), _cached(M), *hyper, K)
+    return K
+
+
 def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):
     """The hierarchical-kernel Gram K = σ² g(Σ_i d_i² / ℓ²) (SPEC §3), shape (N, M) (or (N, N) when V2 is None).
 
@@ -794,19 +809,14 @@ def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, pro
     """
     if (V2 is None) != (M2 is None):
         raise InvalidValueError("V2 and M2 must both be given or both be None", "V2", None)
+    if V2 is None:
+        return _download(hier_gram_device(V1, M1, is_real, omega, rho_pi, lengthscale, variance, profile))
     kernels = _kernels()
     cuda = _cuda()
     n_dims = int(np.shape(V1)[1]) if len(np.shape(V1)) == 2 else None
     V1, M1 = _hier_points(V1, M1, n_dims, "V1", "M1")
     N = len(V1)
     hyper = _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims)
-    if V2 is None:
-        K = cuda.device_array((N, N))
-        if N:
-            n_pairs = N * (N + 1) // 2
-            _launch(kernels.hier_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
-                    _cached(V1), _cached(M1), *hyper, K)
-        return _download(K)
     V2, M2 = _hier_points(V2, M2, n_dims, "V2", "M2")
     M = len(V2)
     K = cuda.device_array((N, M))

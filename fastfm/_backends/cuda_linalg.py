@@ -211,8 +211,11 @@ class DeviceCholesky:
         z_host = z.copy_to_host()
         return float(z_host @ z_host), alpha
 
-    def likelihood_weights(self, alpha):
-        """W = ½(α αᵀ − (K + noise·I)⁻¹) on the device with its diagonal zeroed, and that diagonal (host).
+    def likelihood_weights(self, alpha, zero_diagonal=True):
+        """W = ½(α αᵀ − (K + noise·I)⁻¹) on the device, and its diagonal (host).
+
+        ``zero_diagonal``: W's diagonal is set to 0 on the device (the FM reduction sums the a = b pairs
+        apart); otherwise W keeps it.
 
         GPML Eq. 5.9: ∂ log p/∂θ_j = Σ_ab W_ab ∂K_ab/∂θ_j.  K⁻¹ = Xᵀ X (X = L⁻¹) is formed in the
         factor's buffer, so the factor is gone afterwards."""
@@ -226,6 +229,6 @@ class DeviceCholesky:
                 W, self._info)
         w_diag = cuda.device_array(N)
         grid, block = _square_grid(N, kernels.SQUARE)
-        _launch(kernels.likelihood_weights, grid, block, W, _on_device(alpha), w_diag)
+        _launch(kernels.likelihood_weights, grid, block, W, _on_device(alpha), w_diag, bool(zero_diagonal))
         self._L = None
         return W, w_diag.copy_to_host()

@@ -294,6 +294,20 @@ class Kernel:
     def _gram_and_input_gradient(self, X1, X2):
         raise NotImplementedError(f"{type(self).__name__} has no input gradient")
 
+    # GPU-resident likelihood (fastfm._backends.cuda_linalg): kernels whose backend can leave k(X, X)
+    # on the device override these three; the GP then keeps K, its factor and W there.
+    def _device_module(self, X):
+        """The ``cuda`` backend module when this kernel's k(X, X) runs on the GPU and can stay there, else None."""
+        return None
+
+    def _gram_on_device(self, X):
+        """k(X, X) as a device array (only when :meth:`_device_module` is not None)."""
+        raise NotImplementedError(f"{type(self).__name__} has no device-resident Gram")
+
+    def _full_reduction_on_device(self, X, W):
+        """:meth:`_full_reduction` of a device array W (only when :meth:`_device_module` is not None)."""
+        raise NotImplementedError(f"{type(self).__name__} has no device-resident reduction")
+
     def gram_and_gradient_reduction(self, X, W):
         """(K(X, X), gradient_reduction(X, W)); a convenience for tests and benchmarks."""
         return self(X), self.gradient_reduction(X, W)
@@ -418,12 +432,19 @@ class Product(_Composite):
 
 
 class _KernelLikelihoodTerms:
-    """``Kernel._likelihood_terms`` through the public contract (any kernel)."""
+    """``Kernel._likelihood_terms`` through the public contract (any kernel).
+
+    ``device`` is the ``cuda`` module when the kernel keeps k(X, X) on the GPU (``Kernel._device_module``);
+    the GP then calls ``gram_on_device`` and ``reduction_on_device`` with the whole W on the device
+    (``splits_diagonal`` False: its diagonal stays in it)."""
+
+    splits_diagonal = False
 
     def __init__(self, kernel, X):
         self.kernel = copy.deepcopy(kernel)
         self.X = self.kernel._check_X(X)
         self.mask = self.kernel._free_mask()
+        self.device = self.kernel._device_module(self.X)
 
     def gram(self, theta):
         self.kernel.theta = theta
@@ -431,3 +452,10 @@ class _KernelLikelihoodTerms:
 
     def reduction(self, W):
         return self.kernel._full_reduction(self.X, W)[self.mask]
+
+    def gram_on_device(self, theta):
+        self.kernel.theta = theta
+        return self.kernel._gram_on_device(self.X)
+
+    def reduction_on_device(self, W, w_diag):
+        return self.kernel._full_reduction_on_device(self.X, W)[self.mask]

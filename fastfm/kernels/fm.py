@@ -393,6 +393,8 @@ class _FMLikelihoodTerms:
     ``reduction_on_device``: the Gram and the weights never cross the bus).
     """
 
+    splits_diagonal = True   # reduction_on_device takes W with a zero diagonal, and that diagonal
+
     def __init__(self, kernel, X):
         X = kernel._check_X(X)
         space = kernel.space

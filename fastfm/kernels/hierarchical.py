@@ -18,6 +18,7 @@ duplicate them), and ω_i/ℓ still spans (0, 1/ℓ_min].
 """
 import numpy as np
 
+from .._backends import gpu_module_for
 from ..exceptions import SpaceDefinitionError
 from ._space_kernel import LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 
@@ -129,6 +130,19 @@ class Hierarchical(SpaceKernel):
 
     def _diag(self, X):
         return np.full(X.shape[0], float(self._values("variance", 1)[0]))
+
+    def _device_module(self, X):
+        V, M = self._inputs(X)
+        return gpu_module_for(self._backend_module(), "hier_gram", (V, M, None, None))
+
+    def _gram_on_device(self, X):
+        V, M = self._inputs(X)
+        return self._device_module(X).hier_gram_device(V, M, *self._args())
+
+    def _full_reduction_on_device(self, X, W):
+        V, M = self._inputs(X)
+        t, u, g_variance = self._device_module(X).hier_grad_reduction(V, M, W, *self._args())
+        return self._assemble(np.asarray(t), np.asarray(u), g_variance)
 
     def _full_reduction(self, X, W):
         V, M = self._inputs(X)
