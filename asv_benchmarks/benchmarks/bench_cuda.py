@@ -64,3 +64,26 @@ class SetSums:
 
     def time_set_reduction(self, backend, shape):
         self.module.set_grad_reduction(self.A, self.W, self.length_scale, 2.5)
+
+
+class GPLikelihood:
+    """One exact GP log-likelihood + gradient at fixed θ (ModLap, noise 0.05): the work of one step of a
+    hyperparameter fit.  "cuda" keeps the Gram, its Cholesky factor, K⁻¹ and W on the GPU
+    (``fastfm._backends.cuda_linalg``); "cuda-host-lapack" computes the Gram and the reduction on the
+    GPU but factors on the host (the Gram and W cross the bus); "cpp" is all on the CPU."""
+
+    params = (["cuda", "cuda-host-lapack", "cpp"], ["Func3C"], [2000, 5000, 10_000])
+    param_names = ["mode", "space", "N"]
+    number = 1
+    repeat = 3
+    timeout = 900
+
+    def setup(self, mode, space, n):
+        from fastfm._backends.cuda_bench import likelihood_call
+        backend = "cuda" if mode.startswith("cuda") else mode
+        _backend(backend, "fm_gram")
+        self.call = likelihood_call(_spaces[space], n, backend, on_device=mode != "cuda-host-lapack")
+        self.call()   # compiles the kernels (cuda) outside the clock
+
+    def time_lml_and_gradient(self, mode, space, n):
+        self.call()

@@ -38,7 +38,7 @@ from .. import bench
 from . import available_backends, backend_status, get_backend, numpy_backend
 from .modulation import DIFFUSION, LAP_FAMILY, Modulation
 
-__all__ = ["check_parity", "run_timings", "main"]
+__all__ = ["check_parity", "likelihood_call", "run_timings", "main"]
 
 PARITY_RTOL = 1e-10
 PARITY_SIZE = 300
@@ -139,10 +139,10 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None):
             compare(f"{label} fm_gram_matvec cross", cuda.fm_gram_matvec(C2, D2, C, D, V, *args),
                     numpy_backend.fm_gram_matvec(C2, D2, C, D, V, *args))
     for space_name in ("Func3C", "NAS-like") if getattr(cuda, "name", None) == "cuda" else ():   # not test doubles
-        on_device = _likelihood_call(spaces[space_name], n_points, "cuda")
+        on_device = likelihood_call(spaces[space_name], n_points, "cuda")
         assert on_device.terms.device is not None
         lml, grad = on_device()
-        expected_lml, expected_grad = _likelihood_call(spaces[space_name], n_points, "numpy")()
+        expected_lml, expected_grad = likelihood_call(spaces[space_name], n_points, "numpy")()
         compare(f"{space_name} GP log-likelihood on the device", lml, expected_lml)
         compare(f"{space_name} GP log-likelihood gradient on the device", grad, expected_grad)
     _check_hierarchical_parity(cuda, n_points, rng, compare)
@@ -166,7 +166,7 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None):
     return failures
 
 
-def _likelihood_call(space, n_points, backend, on_device=True, noise=0.05):
+def likelihood_call(space, n_points, backend, on_device=True, noise=0.05):
     """A call of one GP log-likelihood + gradient evaluation (ModLap, seeded inputs) on ``backend``.
 
     ``on_device=False`` with the cuda backend: the Gram and the reduction on the GPU, the Cholesky and
@@ -257,11 +257,11 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
             record(f"{space_name} N={n} K·v (matrix-free)", {"cuda": matvec, "cpp": matvec, "numpy": matvec}, n)
             del C, D, W
             if n <= likelihood_max_n:
-                calls = {name: _likelihood_call(space, n, name) for name in backends}
+                calls = {name: likelihood_call(space, n, name) for name in backends}
                 record(f"{space_name} N={n} GP lml+gradient", {name: (lambda module, call=calls.get(name): call())
                                                                for name in ("cuda", "cpp", "numpy")}, n)
                 del calls
-                host = _likelihood_call(space, n, "cuda", on_device=False)
+                host = likelihood_call(space, n, "cuda", on_device=False)
                 record(f"{space_name} N={n}  same, host LAPACK",
                        {"cuda": lambda module: host(), "cpp": None, "numpy": None}, n)
                 del host
