@@ -38,7 +38,8 @@ from scipy.linalg.lapack import dpotri, dtrtri
 from scipy.optimize import minimize
 
 from ._parallel import thread_map
-from .exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
+from .exceptions import (BackendUnavailableError, FitError, InvalidConfigError, InvalidValueError,
+                         NotPositiveDefiniteError)
 
 __all__ = ["GaussianProcessRegressor", "GaussianLogPrior", "JitterWarning", "restart_distribution"]
 
@@ -554,7 +555,12 @@ class GaussianProcessRegressor:
         """
         noise = math.exp(log_noise)
         if getattr(terms, "device", None) is not None:
-            return self._lml_on_device(terms, theta, y, noise, eval_gradient)
+            try:
+                return self._lml_on_device(terms, theta, y, noise, eval_gradient)
+            except BackendUnavailableError as error:   # e.g. no room for the N × N buffers: the host path
+                warnings.warn(f"fastfm: the GP likelihood cannot stay on the GPU ({error}); factorising on the "
+                              "host instead", RuntimeWarning, stacklevel=2)
+                terms.device = None
         _, L, _ = self._factorise_gram(terms.gram(theta), noise, lambda: theta)
         lml, alpha = self._lml_from_factor(L, y)
         if not eval_gradient:

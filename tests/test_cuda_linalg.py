@@ -175,3 +175,41 @@ def test_gpu_module_for_follows_the_size_dispatch(monkeypatch):
     assert _backends.gpu_module_for(auto, "fm_gram", (None, np.zeros((9, 1)), None, None, spectra)) is None
     assert _backends.gpu_module_for(cpu, "fm_gram", (None, np.zeros((99, 1)), None, None, spectra)) is None
     assert _backends.gpu_module_for(gpu, "fm_gram", (None, np.zeros((1, 1)), None, None, spectra)) is gpu
+
+
+def test_out_of_device_memory_is_a_typed_error_and_the_gp_falls_back_to_the_host(cuda_backend, monkeypatch):
+    from numba import cuda
+
+    from fastfm._backends import cuda as cuda_module
+    from fastfm.exceptions import BackendUnavailableError
+
+    class FakeCudaAPIError(Exception):
+        code = 2                                  # CUDA_ERROR_OUT_OF_MEMORY
+
+    def full_device(shape, *args, **kwargs):
+        raise FakeCudaAPIError("out of memory")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cuda, "device_array", full_device)
+        with pytest.raises(BackendUnavailableError, match=r"no room for the Gram \(shape \(5, 5\), float64"):
+            cuda_module._device_matrix((5, 5), "the Gram")
+
+    space = SPACES["func3c_like"]
+    X = space.sample_encoded(10, seed=8)
+    y = np.cos(np.arange(10.0))
+    values = {}
+    for backend in ("numpy", "cuda"):
+        gp = ff.GaussianProcessRegressor(_fm_kernel(space, backend), optimizer=None, noise=1e-2).fit(X, y)
+        theta = np.append(gp.kernel_.theta, np.log(1e-2))
+        terms = gp.kernel_._likelihood_terms(gp.X_train_)
+        if backend == "cuda":
+            def no_room(*args, **kwargs):
+                raise BackendUnavailableError("the GPU has no room for the Cholesky factor")
+            monkeypatch.setattr("fastfm._backends.cuda_linalg.DeviceCholesky", no_room)
+            with pytest.warns(RuntimeWarning, match="cannot stay on the GPU .the GPU has no room"):
+                values[backend] = gp._lml(terms, theta[:-1], gp.y_train_, theta[-1], True)
+            assert terms.device is None           # the later evaluations of this fit go to the host directly
+        else:
+            values[backend] = gp._lml(terms, theta[:-1], gp.y_train_, theta[-1], True)
+    assert values["cuda"][0] == pytest.approx(values["numpy"][0], rel=1e-11)
+    assert_close(values["cuda"][1], values["numpy"][1], scale=np.max(np.abs(values["numpy"][1])))

@@ -327,6 +327,23 @@ def _download(device_array):
     return result
 
 
+_OUT_OF_MEMORY = 2   # CUDA_ERROR_OUT_OF_MEMORY (cuda.h)
+
+
+def _device_matrix(shape, what):
+    """A new float64 device array of ``shape``; BackendUnavailableError naming ``what`` and its size when the
+    GPU has no room (callers fall back to the CPU, see ``fastfm.gp``)."""
+    try:
+        return _cuda().device_array(shape)
+    except Exception as error:   # numba's CudaAPIError (its module differs between numba and numba-cuda)
+        code = getattr(error, "code", None)
+        if code is None or int(code) != _OUT_OF_MEMORY:
+            raise
+        size = 8.0 * np.prod(shape) / 2**30
+        raise BackendUnavailableError(f"the GPU has no room for {what} (shape {tuple(shape)}, float64, "
+                                      f"{size:.2f} GiB): {error}") from error
+
+
 def _on_device(array):
     """The device array for ``array`` if it already lives on the GPU, else None."""
     if getattr(array, "__cuda_ndarray__", False):   # a Numba device array (the simulator's too)
@@ -506,7 +523,7 @@ def fm_gram_device(C, D, spectra, alphas, betas, variance, modulation):
     kernels = _kernels()
     N, C, n_continuous, D = _fm_rows(C, D, None, None, spectra)
     hyper = _hyper(spectra, alphas, betas, variance, modulation)
-    K = _cuda().device_array((N, N))
+    K = _device_matrix((N, N), "the Gram")
     if N:
         n_pairs = N * (N + 1) // 2
         _launch(kernels.fm_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,
@@ -793,7 +810,7 @@ def hier_gram_device(V, M, is_real, omega, rho_pi, lengthscale, variance, profil
     V, M = _hier_points(V, M, n_dims, "V1", "M1")
     N = len(V)
     hyper = _hier_hyper(is_real, omega, rho_pi, lengthscale, variance, profile, n_dims)
-    K = _cuda().device_array((N, N))
+    K = _device_matrix((N, N), "the Gram")
     if N:
         n_pairs = N * (N + 1) // 2
         _launch(kernels.hier_gram_symmetric, _blocks(n_pairs, kernels.LINEAR_BLOCK), kernels.LINEAR_BLOCK,

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..exceptions import InvalidValueError, NotPositiveDefiniteError
 from . import cuda as _backend
-from .cuda import _blocks, _cuda, _on_device
+from .cuda import _blocks, _cuda, _device_matrix, _on_device
 
 __all__ = ["DeviceCholesky", "diagonal"]
 
@@ -85,13 +85,15 @@ class DeviceCholesky:
     ------
     NotPositiveDefiniteError
         K holds NaN/inf, or K + noise·I stays non positive definite after the largest jitter.
+    BackendUnavailableError
+        The GPU has no room for the second N × N buffer.
     """
 
     def __init__(self, K, noise, jitter_schedule=(), context=None):
         cuda = _cuda()
         self._K = _device_square(K, "K")
         self.n = N = self._K.shape[0]
-        self._L = cuda.device_array((N, N))
+        self._L = _device_matrix((N, N), "the Cholesky factor")
         self._info = cuda.device_array(1, dtype=np.int64)
         self._X = None   # L⁻¹, in K's buffer once K is no longer needed
         if not self._factor(noise):
