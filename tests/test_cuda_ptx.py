@@ -5,13 +5,13 @@ compiler refuses (a shared-memory shape written ``(PANEL, PANEL + 1)`` runs
 there and fails to type on a GPU).  This test records the argument types of
 every kernel launch while the parity check runs under the simulator, then, in
 a fresh process without the simulator, compiles each kernel for those types
-to PTX (Numba's NVVM, sm_90, as on an H100) and assembles it with ``ptxas``,
-which needs the CUDA toolkit but no GPU or driver.  It also fails when a
+to PTX (Numba's NVVM, sm_90, as on an H100) and assembles it with ``ptxas``
+(``fastfm._backends.cuda_ptx``), which needs the CUDA toolkit but no GPU or
+driver.  It also fails when a
 kernel of the three kernel modules was not launched at all, so a new kernel
 cannot escape it.  Without a toolkit (no libnvvm) it is skipped, naming what
 is missing.
 """
-import glob
 import os
 import pickle
 import subprocess
@@ -26,19 +26,6 @@ numba = pytest.importorskip("numba", reason="numba is not installed (it is in th
 
 KERNEL_MODULES = ("fastfm._backends._cuda_kernels", "fastfm._backends._cuda_matvec_kernels",
                   "fastfm._backends._cuda_linalg_kernels")
-COMPUTE_CAPABILITY = (9, 0)
-
-
-def _toolkit():
-    """A CUDA toolkit root holding libnvvm and ptxas, or None."""
-    candidates = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
-                  *sorted(glob.glob("/usr/local/cuda-*"), reverse=True)]
-    for root in candidates:
-        libraries = [pattern for folder in ("nvvm/lib64", "lib64", "lib") if root
-                     for pattern in glob.glob(os.path.join(root, folder, "libnvvm.so*"))]
-        if libraries and os.path.exists(os.path.join(root, "bin", "ptxas")):
-            return root
-    return None
 
 
 def _numba_type(value):
@@ -61,28 +48,18 @@ def _kernels_of(module_name):
 
 
 _COMPILE_SCRIPT = textwrap.dedent("""
-    import importlib, pickle, subprocess, sys
-    from types import SimpleNamespace
-    from numba import cuda
-    import numba.cuda.dispatcher as dispatcher
-    signatures, ptxas, cc, out = pickle.load(open(sys.argv[1], "rb")), sys.argv[2], tuple(map(int, sys.argv[3:5])), sys.argv[5]
-    # device functions are compiled for the current device's compute capability: without a GPU, say it
-    dispatcher.get_current_device = lambda: SimpleNamespace(compute_capability=cc)
+    import importlib, pickle, sys
+    from fastfm._backends.cuda_ptx import compile_kernel
+    signatures, toolkit = pickle.load(open(sys.argv[1], "rb")), sys.argv[2]
     problems = []
     for (module_name, name), argument_types in sorted(signatures.items()):
         kernel = getattr(importlib.import_module(module_name), name)
         for types in argument_types:
             try:
-                ptx, _ = cuda.compile_ptx(kernel.py_func, types, cc=cc)
+                compile_kernel(kernel, types, toolkit)
             except Exception as error:   # report every kernel, not only the first
-                problems.append(f"{name}{types}: {type(error).__name__}: {str(error).splitlines()[0]}")
-                continue
-            with open(out, "w") as handle:
-                handle.write(ptx)
-            result = subprocess.run([ptxas, f"-arch=sm_{cc[0]}{cc[1]}", out, "-o", "/dev/null"],
-                                    capture_output=True, text=True)
-            if result.returncode:
-                problems.append(f"{name}{types}: ptxas: {result.stderr.strip()}")
+                detail = getattr(error, "stderr", None) or str(error)
+                problems.append(f"{name}{types}: {type(error).__name__}: {detail.strip().splitlines()[0]}")
     print(f"compiled {sum(map(len, signatures.values()))} kernel signatures")
     print("\\n".join(problems))
     sys.exit(1 if problems else 0)
@@ -90,7 +67,8 @@ _COMPILE_SCRIPT = textwrap.dedent("""
 
 
 def test_every_kernel_compiles_to_ptx_for_the_types_it_is_launched_with(cuda_backend, monkeypatch, tmp_path):
-    toolkit = _toolkit()
+    from fastfm._backends.cuda_ptx import find_toolkit
+    toolkit = find_toolkit()
     if toolkit is None:
         pytest.skip("no CUDA toolkit with libnvvm and ptxas (CUDA_HOME, /usr/local/cuda*): PTX compilation "
                     "cannot be checked on this machine")
@@ -124,8 +102,7 @@ def test_every_kernel_compiles_to_ptx_for_the_types_it_is_launched_with(cuda_bac
     path.write_bytes(pickle.dumps(signatures))
     environment = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
     environment["CUDA_HOME"] = toolkit
-    result = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, str(path), os.path.join(toolkit, "bin", "ptxas"),
-                             *map(str, COMPUTE_CAPABILITY), str(tmp_path / "kernel.ptx")],
-                            capture_output=True, text=True, env=environment, timeout=900)
+    result = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, str(path), toolkit], capture_output=True,
+                            text=True, env=environment, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "compiled" in result.stdout

@@ -1,20 +1,17 @@
 """Registers, shared memory and spills of the device-likelihood kernels (``_cuda_linalg_kernels.py``)
-as ptxas reports them for sm_90, without a GPU: Numba compiles each kernel to PTX with the CUDA
-toolkit's NVVM, ``ptxas -v`` assembles it.  (``tests/test_cuda_ptx.py`` checks that every kernel
-compiles; this prints the resources.)
+as ptxas reports them for sm_90, without a GPU (``fastfm._backends.cuda_ptx``).
 
     CUDA_HOME=/usr/local/cuda-13.0 python asv_benchmarks/peers/ptx_resources.py
 """
 import os
-import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
-from numba import boolean, cuda, float64, int64  # noqa: E402
+from numba import boolean, float64, int64  # noqa: E402
 
 from fastfm._backends import _cuda_linalg_kernels as kernels  # noqa: E402
+from fastfm._backends.cuda_ptx import compile_kernel, find_toolkit  # noqa: E402
 
 MATRIX = float64[:, ::1]
 VECTOR = float64[::1]
@@ -38,23 +35,16 @@ SIGNATURES = {
 
 
 def main():
-    ptxas = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas")
-    print(f"PANEL {kernels.PANEL}, TILE {kernels.TILE} ({kernels.TILE_THREADS}² threads), sm_90")
-    print("| kernel | registers | shared memory (bytes) | spills |")
-    print("| --- | --- | --- | --- |")
-    with tempfile.TemporaryDirectory() as folder:
-        for name, signature in SIGNATURES.items():
-            ptx, _ = cuda.compile_ptx(getattr(kernels, name).py_func, signature, cc=(9, 0))
-            path = os.path.join(folder, name + ".ptx")
-            with open(path, "w") as handle:
-                handle.write(ptx)
-            report = subprocess.run([ptxas, "-arch=sm_90", "-v", path, "-o", os.devnull], capture_output=True,
-                                    text=True, check=True).stderr
-            used = next(line for line in report.splitlines() if "Used" in line).split("Used ")[1]
-            registers = used.split(" registers")[0]
-            shared = used.split(", ")[-1].split(" bytes smem")[0] if "smem" in used else "0"
-            spills = next(line for line in report.splitlines() if "spill" in line).split("frame, ")[1]
-            print(f"| {name} | {registers} | {shared} | {spills} |")
+    toolkit = find_toolkit()
+    if toolkit is None:
+        sys.exit("no CUDA toolkit with libnvvm and ptxas: set CUDA_HOME")
+    print(f"PANEL {kernels.PANEL}, TILE {kernels.TILE} ({kernels.TILE_THREADS}² threads), sm_90, toolkit {toolkit}")
+    print("| kernel | registers | shared memory (bytes) | stack frame (bytes) | spill stores / loads (bytes) |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, signature in SIGNATURES.items():
+        r = compile_kernel(getattr(kernels, name), signature, toolkit)
+        print(f"| {name} | {r['registers']} | {r['shared_bytes']} | {r['stack_bytes']} | "
+              f"{r['spill_stores']} / {r['spill_loads']} |")
 
 
 if __name__ == "__main__":

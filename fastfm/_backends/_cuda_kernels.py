@@ -241,6 +241,18 @@ def fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, n_continu
 
 # ------------------------------------------------------- block reduction
 @cuda.jit(device=True, inline=True)
+def tree_sum(shared, tid, size):
+    """shared[0] ← Σ shared[:size] (size a power of two, one value per thread, all threads of the block
+    calling; the caller synchronises after writing its value)."""
+    stride = size // 2
+    while stride > 0:
+        if tid < stride:
+            shared[tid] += shared[tid + stride]
+        cuda.syncthreads()
+        stride //= 2
+
+
+@cuda.jit(device=True, inline=True)
 def store_block_sums(accumulator, n_outputs, partials):
     """partials[block, j] = Σ over this block's threads of accumulator[j] (tree in shared memory)."""
     shared = cuda.shared.array(REDUCTION_BLOCK, float64)
@@ -248,12 +260,7 @@ def store_block_sums(accumulator, n_outputs, partials):
     for j in range(n_outputs):
         shared[tid] = accumulator[j]
         cuda.syncthreads()
-        stride = REDUCTION_BLOCK // 2
-        while stride > 0:
-            if tid < stride:
-                shared[tid] += shared[tid + stride]
-            cuda.syncthreads()
-            stride //= 2
+        tree_sum(shared, tid, REDUCTION_BLOCK)
         if tid == 0:
             partials[cuda.blockIdx.x, j] = shared[0]
         cuda.syncthreads()

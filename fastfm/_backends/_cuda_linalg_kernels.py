@@ -25,6 +25,8 @@ import math
 
 from numba import config, cuda, float64
 
+from ._cuda_kernels import tree_sum
+
 # Panel width: a diagonal block is PANEL × PANEL, factored by PANEL² threads (≤ 1024).
 PANEL = 8 if config.ENABLE_CUDASIM else 32
 # The rank-PANEL updates compute TILE × TILE outputs per block of TILE_THREADS² threads, each thread
@@ -84,11 +86,30 @@ def factor_diagonal_block(A, k0, kb, info):
         A[k0 + row, k0 + col] = block[row, col]
 
 
+@cuda.jit(device=True, inline=True)
+def load_diagonal_block(L, k0, kb, diagonal, row, col):
+    """diagonal ← the lower triangle of L[k0:k0+kb, k0:k0+kb] (thread (row, col) one entry; no sync)."""
+    if row < kb and col <= row:
+        diagonal[row, col] = L[k0 + row, k0 + col]
+
+
+@cuda.jit(device=True, inline=True)
+def forward_substitute(diagonal, vectors, v, e, kb):
+    """vectors[v, :kb] ← L⁻¹ vectors[v, :kb] for the lower triangular L = diagonal[:kb, :kb]:
+    x_e = (b_e − Σ_{j<e} L_ej x_j) / L_ee, thread (v, e) owning element e of vector v."""
+    for j in range(kb):
+        if e == j:
+            vectors[v, j] /= diagonal[j, j]
+        cuda.syncthreads()
+        if j < e < kb:
+            vectors[v, e] -= vectors[v, j] * diagonal[e, j]
+        cuda.syncthreads()
+
+
 @cuda.jit
 def solve_rows_below(A, k0, kb, info):
-    """Rows r ≥ k0 + kb: A[r, k0:k0+kb] ← A[r, k0:k0+kb] L_kk⁻ᵀ (L_kk: the factored diagonal block).
-
-    Block (PANEL, PANEL) per PANEL rows, x = column within the panel."""
+    """Rows r ≥ k0 + kb: A[r, k0:k0+kb] ← A[r, k0:k0+kb] L_kk⁻ᵀ (L_kk: the factored diagonal block),
+    i.e. L_kk xᵀ = aᵀ for each row.  Block (PANEL, PANEL) per PANEL rows, x = column within the panel."""
     if info[0] != 0:
         return
     N = A.shape[0]
@@ -97,21 +118,33 @@ def solve_rows_below(A, k0, kb, info):
     col = cuda.threadIdx.x
     local = cuda.threadIdx.y
     r = k0 + kb + cuda.blockIdx.x * PANEL + local
-    if local < kb and col <= local:
-        diagonal[local, col] = A[k0 + local, k0 + col]
+    load_diagonal_block(A, k0, kb, diagonal, local, col)
     if r < N and col < kb:
         rows[local, col] = A[r, k0 + col]
     cuda.syncthreads()
-    # forward substitution along the row: x_j = (a_j − Σ_{l<j} x_l L_jl) / L_jj
-    for j in range(kb):
-        if col == j:
-            rows[local, j] /= diagonal[j, j]
-        cuda.syncthreads()
-        if j < col < kb:
-            rows[local, col] -= rows[local, j] * diagonal[col, j]
-        cuda.syncthreads()
+    forward_substitute(diagonal, rows, local, col, kb)
     if r < N and col < kb:
         A[r, k0 + col] = rows[local, col]
+
+
+@cuda.jit(device=True, inline=True)
+def clear(acc):
+    for a in range(PER_THREAD):
+        for b in range(PER_THREAD):
+            acc[a, b] = 0.0
+
+
+@cuda.jit(device=True, inline=True)
+def multiply_add_tiles(acc, left_tile, right_tile, depth, tx, ty, left, right):
+    """acc[a, b] += Σ_{l < depth} left_tile[l, ty + TILE_THREADS·a] · right_tile[l, tx + TILE_THREADS·b]:
+    this thread's PER_THREAD² outputs, with 2·PER_THREAD shared loads (into ``left``, ``right``) per l."""
+    for l in range(depth):
+        for a in range(PER_THREAD):
+            left[a] = left_tile[l, ty + TILE_THREADS * a]
+            right[a] = right_tile[l, tx + TILE_THREADS * a]
+        for a in range(PER_THREAD):
+            for b in range(PER_THREAD):
+                acc[a, b] += left[a] * right[b]
 
 
 @cuda.jit
@@ -129,8 +162,8 @@ def subtract_panel_product(C, A, a_col, B, b_row, b_col, b_by_rows, kb, row_star
     j0 = col_start + cuda.blockIdx.x * TILE
     if lower_only and j0 > i0 + TILE - 1:
         return
-    a_tile = cuda.shared.array((TILE, PANEL_PADDED), float64)
-    b_tile = cuda.shared.array((TILE, PANEL_PADDED), float64)
+    a_tile = cuda.shared.array((PANEL, TILE_PADDED), float64)   # [l, t] = A[i0 + t, a_col + l]
+    b_tile = cuda.shared.array((PANEL, TILE_PADDED), float64)   # [l, t] = B̂[l, j0 + t]
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     thread = ty * TILE_THREADS + tx
@@ -138,29 +171,20 @@ def subtract_panel_product(C, A, a_col, B, b_row, b_col, b_by_rows, kb, row_star
         # A: consecutive threads read consecutive l of one row
         t, l = e // PANEL, e % PANEL
         i = i0 + t
-        a_tile[t, l] = A[i, a_col + l] if (i < N and l < kb) else 0.0
+        a_tile[l, t] = A[i, a_col + l] if (i < N and l < kb) else 0.0
         if b_by_rows:   # consecutive threads read consecutive j of one row of B
             l, t = e // TILE, e % TILE
             j = j0 + t
-            b_tile[t, l] = B[b_row + l, j] if (j < col_end and l < kb) else 0.0
+            b_tile[l, t] = B[b_row + l, j] if (j < col_end and l < kb) else 0.0
         else:
             j = j0 + t
-            b_tile[t, l] = B[j, b_col + l] if (j < col_end and l < kb) else 0.0
+            b_tile[l, t] = B[j, b_col + l] if (j < col_end and l < kb) else 0.0
     cuda.syncthreads()
     acc = cuda.local.array((PER_THREAD, PER_THREAD), float64)
     left = cuda.local.array(PER_THREAD, float64)
     right = cuda.local.array(PER_THREAD, float64)
-    for a in range(PER_THREAD):
-        for b in range(PER_THREAD):
-            acc[a, b] = 0.0
-    for l in range(kb):
-        # 2·PER_THREAD shared loads for PER_THREAD² multiply-adds
-        for a in range(PER_THREAD):
-            left[a] = a_tile[ty + TILE_THREADS * a, l]
-            right[a] = b_tile[tx + TILE_THREADS * a, l]
-        for a in range(PER_THREAD):
-            for b in range(PER_THREAD):
-                acc[a, b] += left[a] * right[b]
+    clear(acc)
+    multiply_add_tiles(acc, a_tile, b_tile, kb, tx, ty, left, right)
     for a in range(PER_THREAD):
         i = i0 + ty + TILE_THREADS * a
         for b in range(PER_THREAD):
@@ -174,28 +198,22 @@ def subtract_panel_product(C, A, a_col, B, b_row, b_col, b_by_rows, kb, row_star
 def solve_diagonal_rows(X, L, k0, kb, col_end, info):
     """X[k0:k0+kb, c] ← L_kk⁻¹ X[k0:k0+kb, c] for c < col_end (forward substitution down each column).
 
-    Block (PANEL, PANEL) per PANEL columns, x = column, y = row within the panel."""
+    Block (PANEL, PANEL) per PANEL columns, x = column, y = row within the panel; the columns are
+    held transposed in shared memory (one vector per row, as in ``solve_rows_below``)."""
     if info[0] != 0:
         return
     diagonal = cuda.shared.array((PANEL, PANEL_PADDED), float64)
-    part = cuda.shared.array((PANEL, PANEL_PADDED), float64)
+    columns = cuda.shared.array((PANEL, PANEL_PADDED), float64)
     tx = cuda.threadIdx.x
     row = cuda.threadIdx.y
     c = cuda.blockIdx.x * PANEL + tx
-    if row < kb and tx <= row:
-        diagonal[row, tx] = L[k0 + row, k0 + tx]
+    load_diagonal_block(L, k0, kb, diagonal, row, tx)
     if row < kb and c < col_end:
-        part[row, tx] = X[k0 + row, c]
+        columns[tx, row] = X[k0 + row, c]
     cuda.syncthreads()
-    for j in range(kb):
-        if row == j:
-            part[j, tx] /= diagonal[j, j]
-        cuda.syncthreads()
-        if j < row < kb:
-            part[row, tx] -= diagonal[row, j] * part[j, tx]
-        cuda.syncthreads()
+    forward_substitute(diagonal, columns, tx, row, kb)
     if row < kb and c < col_end:
-        X[k0 + row, c] = part[row, tx]
+        X[k0 + row, c] = columns[tx, row]
 
 
 @cuda.jit
@@ -218,9 +236,7 @@ def lower_product_of_columns(X, out, info):
     acc = cuda.local.array((PER_THREAD, PER_THREAD), float64)
     values = cuda.local.array(PER_THREAD, float64)
     others = cuda.local.array(PER_THREAD, float64)
-    for a in range(PER_THREAD):
-        for b in range(PER_THREAD):
-            acc[a, b] = 0.0
+    clear(acc)
     for l0 in range(i0, N, CHUNK):   # X[l, i] = 0 for l < i: start at the tile's first row
         for e in range(thread, CHUNK * TILE, TILE_THREADS * TILE_THREADS):
             l, t = e // TILE, e % TILE
@@ -228,13 +244,7 @@ def lower_product_of_columns(X, out, info):
             left[l, t] = X[l0 + l, i0 + t] if (inside and i0 + t < N) else 0.0
             right[l, t] = X[l0 + l, j0 + t] if (inside and j0 + t < N) else 0.0
         cuda.syncthreads()
-        for l in range(CHUNK):
-            for a in range(PER_THREAD):
-                values[a] = left[l, ty + TILE_THREADS * a]
-                others[a] = right[l, tx + TILE_THREADS * a]
-            for a in range(PER_THREAD):
-                for b in range(PER_THREAD):
-                    acc[a, b] += values[a] * others[b]
+        multiply_add_tiles(acc, left, right, CHUNK, tx, ty, values, others)
         cuda.syncthreads()
     for a in range(PER_THREAD):
         i = i0 + ty + TILE_THREADS * a
@@ -256,12 +266,7 @@ def lower_times_vector(X, y, z):
         total += X[i, j] * y[j]
     partial[t] = total
     cuda.syncthreads()
-    step = VECTOR_BLOCK // 2
-    while step > 0:
-        if t < step:
-            partial[t] += partial[t + step]
-        cuda.syncthreads()
-        step //= 2
+    tree_sum(partial, t, VECTOR_BLOCK)
     if t == 0:
         z[i] = partial[0]
 
