@@ -5,7 +5,8 @@ for a LAPACK Cholesky and uploads the N × N weights W of the gradient
 reduction.  :class:`DeviceCholesky` does that work where the Gram already is
 (Numba CUDA kernels in ``_cuda_linalg_kernels.py``): the Cholesky factor, the
 inverse of the factor, K⁻¹ and W, with O(N) numbers crossing the bus per
-evaluation (the diagonal, y, α's two triangular products, ½ diag W).
+evaluation (diag K and diag L down, y up, z = L⁻¹y down for yᵀα = zᵀz, diag W
+down for the noise gradient).
 
 Flops match the host's dpotrf + dpotri (N³ in all).  Memory: two N × N device
 buffers (the Gram, kept for the jitter retries and then reused for L⁻¹, and
