@@ -393,7 +393,7 @@ class _FMLikelihoodTerms:
     ``reduction_on_device``: the Gram and the weights never cross the bus).
     """
 
-    splits_diagonal = True   # reduction_on_device takes W with a zero diagonal, and that diagonal
+    splits_diagonal = True   # reduction_on_device takes W with its diagonal zeroed, and that diagonal apart
 
     def __init__(self, kernel, X):
         X = kernel._check_X(X)

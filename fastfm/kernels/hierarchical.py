@@ -132,16 +132,18 @@ class Hierarchical(SpaceKernel):
         return np.full(X.shape[0], float(self._values("variance", 1)[0]))
 
     def _device_module(self, X):
-        V, M = self._inputs(X)
+        return self._gpu_for(*self._inputs(X))
+
+    def _gpu_for(self, V, M):
         return gpu_module_for(self._backend_module(), "hier_gram", (V, M, None, None))
 
     def _gram_on_device(self, X):
         V, M = self._inputs(X)
-        return self._device_module(X).hier_gram_device(V, M, *self._args())
+        return self._gpu_for(V, M).hier_gram_device(V, M, *self._args())
 
     def _full_reduction_on_device(self, X, W):
         V, M = self._inputs(X)
-        t, u, g_variance = self._device_module(X).hier_grad_reduction(V, M, W, *self._args())
+        t, u, g_variance = self._gpu_for(V, M).hier_grad_reduction(V, M, W, *self._args())
         return self._assemble(np.asarray(t), np.asarray(u), g_variance)
 
     def _full_reduction(self, X, W):
