@@ -676,8 +676,11 @@ class GaussianProcessRegressor:
                 return result
 
             best_theta, best_value = None, np.inf
-            with _serial_blas(X.shape[0]), \
-                    thread_map(len(starts), parallel=X.shape[0] >= _PARALLEL_RESTART_MIN_N) as run_all:
+            # On a GPU the starts run one after another: in threads they would queue on the one device, each
+            # holding two N × N buffers of its memory (fastfm._backends.cuda_linalg)
+            on_gpu = getattr(kernel._likelihood_terms(X), "device", None) is not None
+            parallel = X.shape[0] >= _PARALLEL_RESTART_MIN_N and not on_gpu
+            with _serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel) as run_all:
                 results = run_all(run_start, starts)
                 if racing:
                     # the finalists: best screened objectives that stopped on the iteration cap (a start

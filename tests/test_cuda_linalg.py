@@ -213,3 +213,26 @@ def test_out_of_device_memory_is_a_typed_error_and_the_gp_falls_back_to_the_host
             values[backend] = gp._lml(terms, theta[:-1], gp.y_train_, theta[-1], True)
     assert values["cuda"][0] == pytest.approx(values["numpy"][0], rel=1e-11)
     assert_close(values["cuda"][1], values["numpy"][1], scale=np.max(np.abs(values["numpy"][1])))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cuda"])
+def test_restarts_run_one_after_another_when_the_likelihood_is_on_the_gpu(cuda_backend, monkeypatch, backend):
+    """In threads the starts would queue on the one GPU, each holding two N × N buffers."""
+    import fastfm.gp
+
+    recorded = []
+
+    class Recorded(Exception):
+        pass
+
+    def recording_thread_map(n_items, parallel=True):
+        recorded.append(parallel)
+        raise Recorded
+
+    monkeypatch.setattr(fastfm.gp, "thread_map", recording_thread_map)
+    space = SPACES["func3c_like"]
+    n = fastfm.gp._PARALLEL_RESTART_MIN_N
+    X = space.sample_encoded(n, seed=2)
+    with pytest.raises(Recorded):
+        ff.GaussianProcessRegressor(_fm_kernel(space, backend), n_restarts=3).fit(X, np.arange(n, dtype=float))
+    assert recorded == [backend != "cuda"]
