@@ -678,7 +678,7 @@ class GaussianProcessRegressor:
             best_theta, best_value = None, np.inf
             # On a GPU the starts run one after another: in threads they would queue on the one device, each
             # holding two N × N buffers of its memory (fastfm._backends.cuda_linalg)
-            on_gpu = getattr(kernel._likelihood_terms(X), "device", None) is not None
+            on_gpu = kernel._device_module(X) is not None
             parallel = X.shape[0] >= _PARALLEL_RESTART_MIN_N and not on_gpu
             with _serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel) as run_all:
                 results = run_all(run_start, starts)

@@ -101,7 +101,7 @@ class DeviceCholesky:
             self._factor_with_jitter(noise, jitter_schedule, context)
         else:
             self.jitter = 0.0
-        self.diagonal = self._diagonal_of(self._L)
+        self.diagonal = diagonal(self._L)
 
     # ------------------------------------------------------------ factorise
     def _factor(self, shift):
@@ -128,7 +128,7 @@ class DeviceCholesky:
     def _factor_with_jitter(self, noise, jitter_schedule, context):
         where = "" if context is None else context()
         self._raise_if_not_finite(where)
-        scale = float(np.mean(self._diagonal_of(self._K))) + noise
+        scale = float(np.mean(diagonal(self._K))) + noise
         if not scale > 0:
             raise NotPositiveDefiniteError(
                 f"the kernel matrix has a non-positive mean diagonal {scale!r}{where}; it cannot be a covariance")
@@ -154,9 +154,6 @@ class DeviceCholesky:
             raise NotPositiveDefiniteError(
                 f"the kernel matrix holds a non-finite value K[{i}, {j}]={value!r}{where}; "
                 "check the inputs and the kernel's hyperparameters")
-
-    def _diagonal_of(self, A):
-        return diagonal(A)
 
     # ---------------------------------------------------------- likelihood
     @property

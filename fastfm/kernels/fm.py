@@ -357,6 +357,11 @@ class FMKernel(_ModulatedKernel):
     def _likelihood_terms(self, X):
         return _FMLikelihoodTerms(self, X)
 
+    def _device_module(self, X):
+        # the device-resident likelihood itself is _FMLikelihoodTerms' (gram_on_device, reduction_on_device)
+        _, D = self._split(X)
+        return gpu_module_for(self._backend_module(), "fm_gram", (None, D, None, None, self.space.packed_spectra))
+
     def _full_gradient(self, X):
         from .._backends import numpy_backend
         C, D = self._scaled(X)
@@ -408,7 +413,7 @@ class _FMLikelihoodTerms:
         self._grad_reduction = backend_function(backend, "fm_grad_reduction")
         self.spectra = space.packed_spectra
         self.modulation = kernel._modulation
-        self.device = gpu_module_for(backend, "fm_gram", (self.C, self.D, None, None, self.spectra))
+        self.device = kernel._device_module(X)
         self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K) at the last θ
 
     def _arguments(self, theta):
