@@ -429,6 +429,9 @@ def main(argv=None):
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
     regression.add_argument("--fixed-noise", type=float, default=None, metavar="NOISE",
                             help="fastfm at ModLap's default hyperparameters and this standardised noise (no fit)")
+    regression.add_argument("--fit-each", action="store_true",
+                            help="fastfm fits its hyperparameters at every N (default strategy, timed in the fit) "
+                                 "instead of once on --subset points")
     regression.add_argument("--components", type=int, default=None, metavar="N",
                             help="instead: wall/CPU time of each piece of the exact solver at N points")
     # <<< Large-N GP regression benchmark
@@ -473,7 +476,7 @@ def main(argv=None):
                                                                                ("max_iter", args.cg_max_iter),
                                                                                ("block_size", args.cg_block_size))
                                                  if value is not None} or None,
-                                     fixed_noise=args.fixed_noise)
+                                     fixed_noise=args.fixed_noise, fit_each=args.fit_each)
         return 0
 
     if args.backend not in available_backends():

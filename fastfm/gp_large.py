@@ -27,8 +27,11 @@ Nothing here stores an N×N matrix.  The pieces:
 
 Hyperparameters at large N (strategy; measured cost in BENCHMARKS.md):
 the regressor maximises the exact log marginal likelihood on a random
-subset of ``cg_options["subset"]`` points (default 2000, a Cholesky-sized
+subset of ``hyperparameter_subset`` points (default 2000, a Cholesky-sized
 problem), then solves the full-N system by PCG at those hyperparameters.
+(The exact solver refines them on all N points; here one refinement step
+would be a PCG solve with ``n_probes`` + 1 right-hand sides plus the
+stochastic gradient, more than the whole fixed-θ fit at N = 50,000 on a CPU.)
 """
 import logging
 import math
@@ -54,15 +57,13 @@ __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholesky
 #   rank: pivoted-Cholesky preconditioner rank, or None for :func:`default_rank` (N/10 between 300 and
 #        4,000).  PCG iterations to 1e-2 at N = 20,000 (fitted θ): 110 at rank 300, 48 at 2,000, 31 at
 #        4,000; its setup costs O(rank² N) flops (BENCHMARKS.md, "Preconditioner rank").
-#   subset: points on which hyperparameters are fitted exactly (see the module docstring).
 #   n_probes: Rademacher probes of the stochastic trace estimator.
 #   block_size: points per diagonal block of the PITC correction (1: the FITC diagonal), or None for
 #        :func:`default_block_size` (4,000, fewer where N·block_size would pass 2·10⁸ entries).  Blocks
 #        of 1,000 took 35-50 % fewer PCG iterations than the diagonal at N = 5k-20k; blocks of 4,000
 #        fewer again at the fitted θ of the regression set: N = 20,000, 45 -> 32 iterations, fit
 #        42.3 -> 35.6 s; N = 50,000, 88 -> 61 iterations, fit 392 -> 323 s (BENCHMARKS.md).
-DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "subset": 2000, "n_probes": 16,
-                      "block_size": None}
+DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "n_probes": 16, "block_size": None}
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -122,6 +123,10 @@ def check_cg_options(cg_options):
         raise InvalidConfigError(f"cg_options must be a dict or None, got cg_options={cg_options!r}",
                                  "cg_options", cg_options)
     for key, value in cg_options.items():
+        if key == "subset":   # the hyperparameter subset is the regressor's own option, for either solver
+            raise InvalidConfigError(f"cg_options has no 'subset' key (got cg_options['subset']={value!r}): pass "
+                                     f"GaussianProcessRegressor(hyperparameter_subset={value!r}), which applies to "
+                                     "both solvers", "cg_options['subset']", value)
         if key not in DEFAULT_CG_OPTIONS:
             raise InvalidConfigError(f"unknown cg_options key {key!r}; valid keys are {sorted(DEFAULT_CG_OPTIONS)}",
                                      f"cg_options[{key!r}]", value)

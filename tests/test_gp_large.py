@@ -238,7 +238,7 @@ def test_auto_selects_cholesky_up_to_max_exact_n_then_cg():
 def test_cg_fits_hyperparameters_on_the_subset():
     _, kernel, X, y, _, _ = _problem(200)
     common = dict(n_restarts=0, random_state=3, noise=0.01)
-    gp = ff.GaussianProcessRegressor(kernel, method="cg", cg_options={"subset": 60}, **common).fit(X, y)
+    gp = ff.GaussianProcessRegressor(kernel, method="cg", hyperparameter_subset=60, **common).fit(X, y)
     # the same subset (same seed), fitted exactly on the standardised targets
     subset = np.sort(np.random.default_rng(3).choice(200, size=60, replace=False))
     sub = ff.GaussianProcessRegressor(kernel, method="cholesky", normalize_y=False, **common)
@@ -246,6 +246,45 @@ def test_cg_fits_hyperparameters_on_the_subset():
     np.testing.assert_allclose(gp.kernel_.theta, sub.kernel_.theta, rtol=1e-10, atol=1e-10)
     assert gp.noise_ == pytest.approx(sub.noise_, rel=1e-10)
     assert gp.log_marginal_likelihood_value_ == pytest.approx(sub.log_marginal_likelihood_value_, rel=1e-10)
+    assert gp.hyperparameter_subset_ == 60
+
+
+def test_exact_fit_on_a_subset_then_refines_on_all_points():
+    """Subset, then refine: the starts on a seeded subset, then one L-BFGS-B run on all N from their best."""
+    _, kernel, X, y, _, _ = _problem(160)
+    common = dict(n_restarts=1, random_state=5, noise=0.01)
+    gp = ff.GaussianProcessRegressor(kernel, method="cholesky", hyperparameter_subset=50, **common).fit(X, y)
+    assert gp.solver_ == "cholesky" and gp.hyperparameter_subset_ == 50
+    # the first half by hand: the same subset, the same starts, on the standardised targets
+    subset = np.sort(np.random.default_rng(5).choice(160, size=50, replace=False))
+    tuned = ff.GaussianProcessRegressor(kernel, method="cholesky", normalize_y=False, hyperparameter_subset=None,
+                                        **common).fit(X[subset], gp.y_train_[subset])
+    # the second half: the same model on all points from the subset optimum, no further starts
+    refined = ff.GaussianProcessRegressor(tuned.kernel_, method="cholesky", normalize_y=False, n_restarts=0,
+                                          noise=tuned.noise_, hyperparameter_subset=None).fit(X, gp.y_train_)
+    np.testing.assert_allclose(gp.kernel_.theta, refined.kernel_.theta, rtol=1e-10, atol=1e-10)
+    assert gp.noise_ == pytest.approx(refined.noise_, rel=1e-10)
+    # log_marginal_likelihood_value_ is on all N, and the refinement did not lose to the subset optimum there
+    assert gp.log_marginal_likelihood_value_ == pytest.approx(refined.log_marginal_likelihood_value_, rel=1e-10)
+    at_subset_optimum = ff.GaussianProcessRegressor(tuned.kernel_, optimizer=None, normalize_y=False,
+                                                    noise=tuned.noise_).fit(X, gp.y_train_)
+    assert gp.log_marginal_likelihood_value_ > at_subset_optimum.log_marginal_likelihood_value_ + 1e-6
+
+
+def test_auto_hyperparameter_subset_applies_above_its_threshold(monkeypatch):
+    from fastfm import gp as gp_module
+    monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 40)
+    monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 80)
+    _, kernel, X, y, _, _ = _problem(120)
+    common = dict(n_restarts=0, random_state=0, noise=0.01)
+    assert ff.GaussianProcessRegressor(kernel, **common).fit(X[:80], y[:80]).hyperparameter_subset_ == 80
+    assert ff.GaussianProcessRegressor(kernel, **common).fit(X, y).hyperparameter_subset_ == 40
+    assert ff.GaussianProcessRegressor(kernel, hyperparameter_subset=None, **common).fit(X, y).hyperparameter_subset_ == 120
+    # the matrix-free solver always fits on the subset; without an optimizer nothing is fitted on one
+    assert ff.GaussianProcessRegressor(kernel, method="cg", **common).fit(X[:60], y[:60]).hyperparameter_subset_ == 40
+    assert ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.01).fit(X, y).hyperparameter_subset_ == 0
+    # a subset at least N is all points
+    assert ff.GaussianProcessRegressor(kernel, hyperparameter_subset=500, **common).fit(X, y).hyperparameter_subset_ == 120
 
 
 def test_exact_only_methods_raise_after_a_cg_fit():
@@ -263,6 +302,11 @@ def test_exact_only_methods_raise_after_a_cg_fit():
     ({"cg_options": {"tolerance": 1e-3}}, "cg_options['tolerance']"),
     ({"cg_options": {"tol": 2.0}}, "cg_options['tol']"),
     ({"cg_options": {"rank": -1}}, "cg_options['rank']"),
+    ({"cg_options": {"subset": 100}}, "cg_options['subset']"),
+    ({"hyperparameter_subset": 0}, "hyperparameter_subset"),
+    ({"hyperparameter_subset": 2.5}, "hyperparameter_subset"),
+    ({"hyperparameter_subset": True}, "hyperparameter_subset"),
+    ({"hyperparameter_subset": "all"}, "hyperparameter_subset"),
 ])
 def test_bad_solver_options_name_the_parameter(params, name):
     _, kernel, X, y, _, _ = _problem(30)
@@ -360,6 +404,29 @@ def test_regression_benchmark_runs_and_reports_every_model():
     assert "skipped" in methods[4]
     rmse = [float(row.split("|")[7]) for row in rows[:4]]
     assert all(0 < r < 5 for r in rmse)
+
+
+def test_regression_benchmark_fit_each_fits_hyperparameters_at_every_size(monkeypatch):
+    from fastfm import gp as gp_module
+    from fastfm.benchmarks.regression import run_regression_benchmark
+    monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 30)
+    monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 60)
+    lines = []
+    run_regression_benchmark(sizes=(50, 70), n_test=30, n_restarts=0, peers=(), emit=lines.append, fit_each=True)
+    rows = [line.split("|") for line in lines if line.startswith("| fastfm")]
+    assert [row[3].strip() for row in rows] == ["cholesky θ: ML on 50 points",
+                                                 "cholesky θ: ML on 30 points, refined on all"]
+    assert all(0 < float(row[7]) < 5 for row in rows)
+
+
+def test_subset_study_reports_subset_refined_and_all_point_rows():
+    from fastfm.benchmarks.regression import run_subset_study
+    lines = []
+    run_subset_study(60, subsets=(30,), n_test=20, emit=lines.append)
+    rows = [line.split("|") for line in lines if line.startswith("| ") and "|---" not in line][1:]
+    assert [row[1].strip() for row in rows] == ["30 points", "30 random points, refined on all 60 "
+                                                "(hyperparameter_subset=30)", "60 points (all)"]
+    assert all(0 < float(row[4]) < 5 and np.isfinite(float(row[5])) for row in rows)
 
 
 def test_pivot_blocks_partition_the_points_and_group_them_with_a_pivot():
