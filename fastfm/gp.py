@@ -53,8 +53,8 @@ _METHODS = ("auto", "cholesky", "cg")
 
 # ``hyperparameter_subset="auto"``: the L-BFGS-B starts run on a random subset of this many points once N
 # passes _AUTO_SUBSET_MIN_N (always, for the matrix-free solver).  One exact likelihood evaluation at 2,000
-# points is a 2,000² Gram, its Cholesky and the fused gradient reduction (≈ 0.1 s on two cores for the
-# 15-variable regression set), so the starts cost minutes whatever N is.  The exact solver then refines
+# points is a 2,000² Gram, its Cholesky and inverse and the fused gradient reduction (0.5–1 s on two cores
+# for the 15-variable regression set), so the starts cost minutes whatever N is.  The exact solver then refines
 # the best start on all N (_REFINE_OPTIONS): on the regression set at N = 10,000 the refinement took the
 # test RMSE / NLL from 0.5747 / 1.042 at the subset's optimum to 0.3704 / 0.390, in 15 minutes in all on
 # two cores, where every start on all points would take about 70 (BENCHMARKS.md, "Subset, then refine").
