@@ -249,8 +249,10 @@ def test_cg_fits_hyperparameters_on_the_subset():
     assert gp.hyperparameter_subset_ == 60
 
 
-def test_exact_fit_on_a_subset_then_refines_on_all_points():
+def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
     """Subset, then refine: the starts on a seeded subset, then one L-BFGS-B run on all N from their best."""
+    from fastfm import gp as gp_module
+    monkeypatch.setattr(gp_module, "_REFINE_OPTIONS", gp_module._LBFGSB_OPTIONS)   # the hand-made half is uncapped
     _, kernel, X, y, _, _ = _problem(160)
     common = dict(n_restarts=1, random_state=5, noise=0.01)
     gp = ff.GaussianProcessRegressor(kernel, method="cholesky", hyperparameter_subset=50, **common).fit(X, y)
@@ -269,6 +271,22 @@ def test_exact_fit_on_a_subset_then_refines_on_all_points():
     at_subset_optimum = ff.GaussianProcessRegressor(tuned.kernel_, optimizer=None, normalize_y=False,
                                                     noise=tuned.noise_).fit(X, gp.y_train_)
     assert gp.log_marginal_likelihood_value_ > at_subset_optimum.log_marginal_likelihood_value_ + 1e-6
+
+
+def test_the_refinement_on_all_points_is_capped(monkeypatch):
+    from fastfm import gp as gp_module
+    calls = []
+    minimize = gp_module.minimize
+
+    def recording(objective, x0, **kwargs):
+        calls.append(kwargs["options"]["maxiter"])
+        return minimize(objective, x0, **kwargs)
+    monkeypatch.setattr(gp_module, "minimize", recording)
+    _, kernel, X, y, _, _ = _problem(120)
+    ff.GaussianProcessRegressor(kernel, n_restarts=2, random_state=0, noise=0.01, hyperparameter_subset=40).fit(X, y)
+    # three starts on the subset with the plain options, then the one refinement on all points, capped
+    assert calls == [gp_module._LBFGSB_OPTIONS["maxiter"]] * 3 + [gp_module._REFINE_OPTIONS["maxiter"]]
+    assert gp_module._REFINE_OPTIONS["maxiter"] < gp_module._LBFGSB_OPTIONS["maxiter"]
 
 
 def test_auto_hyperparameter_subset_applies_above_its_threshold(monkeypatch):
