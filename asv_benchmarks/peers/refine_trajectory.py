@@ -14,7 +14,7 @@ import numpy as np
 
 import fastfm as ff
 from fastfm import gp as gp_module
-from fastfm.benchmarks.regression import gaussian_nll, make_mixed_regression
+from fastfm.benchmarks.regression import make_mixed_regression, score_predictions
 
 
 class _Enough(Exception):
@@ -60,10 +60,8 @@ def main(argv=None):
         seconds, value, theta, log_noise = trajectory[k - 1]
         model = ff.GaussianProcessRegressor(ff.kernels.ModLap(space).clone_with_theta(theta), optimizer=None,
                                             noise=float(np.exp(log_noise))).fit(X, y)
-        mean, std = model.predict(X_test, return_std=True)
-        nll = gaussian_nll(y_test, mean, std ** 2 + model.noise_ * model.y_std_ ** 2)
-        print(f"| {k} | {seconds:.0f} | {value:.1f} | {np.sqrt(np.mean((mean - y_test) ** 2)):.4f} | {nll:.3f} |",
-              flush=True)
+        rmse, nll = score_predictions(model, X_test, y_test)
+        print(f"| {k} | {seconds:.0f} | {value:.1f} | {rmse:.4f} | {nll:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 import fastfm as ff
-from fastfm.benchmarks.regression import gaussian_nll, make_mixed_regression
+from fastfm.benchmarks.regression import make_mixed_regression, score_predictions
 
 
 def main(argv=None):
@@ -33,10 +33,9 @@ def main(argv=None):
     ff.GaussianProcessRegressor._lml = counted
 
     def report(label, gp, seconds):
-        mean, std = gp.predict(X_test, return_std=True)
-        nll = gaussian_nll(y_test, mean, std ** 2 + gp.noise_ * gp.y_std_ ** 2)
+        rmse, nll = score_predictions(gp, X_test, y_test)
         print(f"| {label} | {seconds:.1f} | {evaluations.get(args.n, 0)} | {gp.log_marginal_likelihood_value_:.1f} | "
-              f"{gp.noise_:.3g} | {np.sqrt(np.mean((mean - y_test) ** 2)):.4f} | {nll:.3f} |", flush=True)
+              f"{gp.noise_:.3g} | {rmse:.4f} | {nll:.3f} |", flush=True)
 
     print(f"N = {args.n}, hyperparameter subset {args.subset}, {args.restarts + 1} L-BFGS-B starts, "
           f"{args.n_test} test points, seed {args.seed}")
