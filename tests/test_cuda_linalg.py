@@ -16,7 +16,7 @@ from test_cuda_backend import cuda_backend  # noqa: F401  (the fixture: GPU, els
 import fastfm as ff
 from fastfm import _backends
 from fastfm.exceptions import InvalidValueError, NotPositiveDefiniteError
-from fastfm.gp import _JITTER_SCHEDULE, _cholesky_with_jitter
+from fastfm.gp import _JITTER_SCHEDULE, _cholesky_in_place
 
 pytest.importorskip("numba", reason="numba is not installed (it is in the 'test' extra)")
 
@@ -61,7 +61,7 @@ def test_factor_solve_and_weights_match_lapack(cuda_backend, panels):
 
 def test_singular_gram_gets_the_hosts_jitter(cuda_backend):
     """Duplicate points and no noise: the first factorisation fails and the retry adds the jitter the
-    host's ``_cholesky_with_jitter`` adds, from the same schedule."""
+    host's ``_cholesky_in_place`` adds, from the same schedule."""
     from numba import cuda
 
     from fastfm._backends.cuda_linalg import DeviceCholesky
@@ -69,7 +69,7 @@ def test_singular_gram_gets_the_hosts_jitter(cuda_backend):
     X[7] = X[2]
     X[9] = X[2]
     K = np.exp(-0.5 * np.sum((X[:, None] - X[None]) ** 2, axis=-1) / 0.3 ** 2)
-    L, jitter = _cholesky_with_jitter(K)
+    L, jitter = _cholesky_in_place(K.copy())
     assert jitter > 0
     factor = DeviceCholesky(cuda.to_device(K), 0.0, _JITTER_SCHEDULE)
     assert factor.jitter == jitter

@@ -6,6 +6,7 @@ import pytest
 
 import fastfm as ff
 from fastfm.exceptions import FitError, InvalidValueError, NotPositiveDefiniteError
+from fastfm import gp as gp_module
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from fastfm.kernels import RBF, Matern52, ModLap, ModNN
 
@@ -108,6 +109,120 @@ def test_prior_enters_objective_and_gradient():
         tight.log_marginal_likelihood(np.append(tight.kernel_.theta, np.log(tight.noise_))), rel=1e-10)
     _, dvalue = prior(theta)
     np.testing.assert_allclose(dvalue, _fd_gradient(lambda t: prior(t)[0], theta), rtol=1e-7)
+
+
+# ----------------------------------------------------------------------------- one N × N buffer per evaluation
+@pytest.mark.parametrize("n, block", [(1, 4), (7, 3), (9, 3), (10, 16), (300, 128)])
+def test_overwrite_strict_lower_mirrors_or_zeros_in_blocks(monkeypatch, n, block):
+    monkeypatch.setattr(gp_module, "_MIRROR_BLOCK", block)
+    M = np.random.default_rng(n).standard_normal((n, n))
+    upper = np.triu(M)
+    mirrored = M.copy()
+    gp_module._overwrite_strict_lower(mirrored)
+    np.testing.assert_array_equal(mirrored, upper + np.triu(M, 1).T)
+    zeroed = M.copy()
+    gp_module._overwrite_strict_lower(zeroed, with_zeros=True)
+    np.testing.assert_array_equal(zeroed, upper)
+    # on the transposed view it overwrites the strict upper triangle from the lower one
+    from_lower = M.copy()
+    gp_module._overwrite_strict_lower(from_lower.T)
+    np.testing.assert_array_equal(from_lower, np.tril(M) + np.tril(M, -1).T)
+
+
+def _spd(n, seed, rank=None):
+    A = np.random.default_rng(seed).standard_normal((n, rank or n))
+    return A @ A.T + (0.0 if rank else n * 1e-3) * np.eye(n)
+
+
+def test_cholesky_in_place_factorises_in_the_grams_buffer():
+    K = _spd(40, seed=1)
+    work = K.copy()
+    factor, jitter = gp_module._cholesky_in_place(work)
+    assert jitter == 0.0
+    assert np.shares_memory(factor, work)
+    np.testing.assert_allclose(np.tril(factor), np.linalg.cholesky(K), rtol=1e-12, atol=1e-12)
+    # the other triangle still holds K: what a jittered retry restores the factorised one from
+    np.testing.assert_array_equal(np.triu(factor, 1), np.triu(K, 1))
+
+
+def test_cholesky_in_place_jitter_retries_restore_k():
+    """A rank-deficient K fails the first factorisation; each retry starts again from K (restored from the
+    triangle dpotrf does not touch) plus a larger jitter, so the factor is exactly that of K + jitter·I."""
+    K = _spd(30, seed=2, rank=10)
+    factor, jitter = gp_module._cholesky_in_place(K.copy())
+    assert jitter > 0
+    assert jitter / np.mean(np.diag(K)) in gp_module._JITTER_SCHEDULE
+    expected = np.linalg.cholesky(K + jitter * np.eye(30))
+    np.testing.assert_allclose(np.tril(factor), expected, rtol=1e-9, atol=1e-9 * np.max(np.abs(expected)))
+
+
+def test_cholesky_in_place_names_the_problem():
+    K = _spd(5, seed=3)
+    K[4, 1] = K[1, 4] = np.inf
+    with pytest.raises(NotPositiveDefiniteError, match=r"non-finite value K\[1, 4\]=inf at x"):
+        gp_module._cholesky_in_place(K, lambda: " at x")
+    with pytest.raises(NotPositiveDefiniteError, match="non-positive mean diagonal"):
+        gp_module._cholesky_in_place(-np.eye(3))
+    with pytest.raises(NotPositiveDefiniteError, match="not positive definite even with jitter"):
+        gp_module._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
+
+
+def _dense_lml_and_gradient(kernel, X, y, noise):
+    """GPML Eq. 2.30 and 5.9 written out with NumPy's inverse and the dense ∂K tensor."""
+    K, dK = kernel(X, eval_gradient=True)
+    C = K + noise * np.eye(len(y))
+    C_inv = np.linalg.inv(C)
+    a = C_inv @ y
+    lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(C)[1] - 0.5 * len(y) * np.log(2 * np.pi)
+    inner = np.outer(a, a) - C_inv
+    grad = 0.5 * np.einsum("ij,jik->k", inner, dK)
+    return lml, np.append(grad, 0.5 * noise * np.trace(inner))
+
+
+@pytest.mark.parametrize("name", ["modlap", "addlap", "prodlap"])
+def test_in_place_likelihood_matches_the_dense_definition(monkeypatch, name):
+    """The likelihood and its gradient from one reused buffer equal the textbook formulas: the FM path and
+    the generic one (sums, products), with the mirroring split in several blocks (N = 90, blocks of 32)."""
+    monkeypatch.setattr(gp_module, "_MIRROR_BLOCK", 32)
+    X, y = _data(MIXED, 90, seed=6)
+    y = (y - y.mean()) / y.std()
+    kernel = ff.kernels.make_kernel(name, MIXED)
+    kernel.theta = kernel.theta + np.random.default_rng(1).uniform(-0.3, 0.3, kernel.n_theta)
+    gp = GaussianProcessRegressor(kernel, optimizer=None)
+    noise = 0.02
+    lml, grad = gp._lml(kernel._likelihood_terms(X), kernel.theta, y, np.log(noise), True)
+    expected_lml, expected_grad = _dense_lml_and_gradient(kernel, X, y, noise)
+    assert lml == pytest.approx(expected_lml, rel=1e-10)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-8, atol=1e-9 * np.max(np.abs(expected_grad)))
+
+
+def test_one_likelihood_evaluation_holds_one_n_by_n_array():
+    """Peak memory of one evaluation with its gradient: the Gram's buffer is reused for the factor, K⁻¹ and
+    W, where the out-of-place formulas held three N × N arrays at once.  NumPy reports its allocations,
+    including the C++ backend's result arrays, to tracemalloc."""
+    import tracemalloc
+    n = 700
+    X, y = _data(MIXED, n, seed=7)
+    y = (y - y.mean()) / y.std()
+    kernel = ModLap(MIXED)
+    gp = GaussianProcessRegressor(kernel, optimizer=None)
+    terms = kernel._likelihood_terms(X)
+    gp._lml(terms, kernel.theta, y, np.log(0.01), True)       # first call: lazy set-up outside the measure
+    tracemalloc.start()
+    try:
+        gp._lml(terms, kernel.theta, y, np.log(0.01), True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * 8 * n * n
+
+
+def test_fitted_factor_is_lower_triangular_with_zeros_above():
+    X, y = _data(MIXED, 30, seed=8)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
+    K = gp.kernel_(X) + gp.noise_ * np.eye(30)
+    np.testing.assert_array_equal(np.triu(gp.L_, 1), 0.0)
+    np.testing.assert_allclose(gp.L_ @ gp.L_.T, K, rtol=1e-12, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- fitting
