@@ -37,7 +37,7 @@ from scipy.linalg.blas import dsyr, dtrmm
 from scipy.linalg.lapack import dpotrf, dpotri, dtrtri
 from scipy.optimize import minimize
 
-from ._parallel import thread_map
+from ._parallel import available_memory, thread_map
 from .exceptions import (BackendUnavailableError, FitError, InvalidConfigError, InvalidValueError,
                          NotPositiveDefiniteError)
 
@@ -46,9 +46,16 @@ __all__ = ["GaussianProcessRegressor", "GaussianLogPrior", "JitterWarning", "res
 _LOGGER = logging.getLogger(__name__)
 
 # ``method="auto"`` factorises exactly up to this many training points and uses the matrix-free PCG
-# solver beyond.  The exact fit holds K and its factor (2·8N² bytes: 6.4 GB at N = 20,000) plus a cross
-# Gram block at prediction, which is what fits next to the data on a 24 GB machine.
+# solver beyond, or fewer where memory is short (``max_exact_n="auto"``).  Beyond 20,000 the exact fit's
+# hyperparameter refinement (25 N³ factorisations and inverses, 150 s each at N = 20,000 on two cores)
+# costs more than the matrix-free solver's whole fit.
 _MAX_EXACT_N = 20_000
+# The exact solver's memory, in N × N float64 arrays: the likelihood's one buffer (per start running at
+# the same time), the new factor L_, and a refit's previous L_ or its cached inverse, kept until the new fit
+# has succeeded.  ``max_exact_n="auto"`` plans them in this share of the available memory (the rest is
+# for the data, cross-covariance blocks at prediction and everything else in the process).
+_EXACT_FOOTPRINT_ARRAYS = 3
+_EXACT_MEMORY_SHARE = 0.75
 _METHODS = ("auto", "cholesky", "cg")
 
 # ``hyperparameter_subset="auto"``: the L-BFGS-B starts run on a random subset of this many points once N
@@ -96,6 +103,11 @@ _REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
 # triangular solve (dtrsm): on the acquisition scoring's 4,096 × 200 batches 5.7 ms instead of 10.3 ms
 # (OpenBLAS, one thread).  The inverse costs N³/3 once per fit, repaid by the first such call.
 _TRMM_MIN_ROWS = 256
+
+# The exact solver's predictive std is computed for blocks of test points whose cross-covariance k(X*, X)
+# takes at most this many bytes (and as much again for L⁻¹k*): at N = 20,000, 100,000 test points would
+# otherwise hold two 16 GB arrays.
+_CROSS_BLOCK_BYTES = 256 * 2 ** 20
 
 # Racing the restarts (``n_finalists``, opt-in): every start first runs at most this many L-BFGS-B
 # iterations, then only the ``n_finalists`` best continue, from where they stopped, to the convergence
@@ -287,6 +299,25 @@ def _cholesky_in_place(K, context=None):
         "remove duplicate inputs, or check the kernel")
 
 
+def _memory_limited_exact_n():
+    """``max_exact_n="auto"``: _MAX_EXACT_N, or the largest N whose exact fit fits in the available memory."""
+    available = available_memory()
+    if available is None:
+        return _MAX_EXACT_N
+    return max(1, min(_MAX_EXACT_N, int(math.sqrt(_EXACT_MEMORY_SHARE * available / (8 * _EXACT_FOOTPRINT_ARRAYS)))))
+
+
+def _concurrent_factorisations(n):
+    """How many L-BFGS-B starts on n points may run at once: each holds an n × n array (None: no limit).
+
+    Matters when every start runs on all points of a large N (``hyperparameter_subset=None``): on 16
+    cores, 11 starts at N = 20,000 would hold 35 GB."""
+    available = available_memory()
+    if available is None:
+        return None
+    return max(1, int(_EXACT_MEMORY_SHARE * available / (8.0 * n * n)) - (_EXACT_FOOTPRINT_ARRAYS - 1))
+
+
 def _where(kernel_theta, noise):
     """Error-message text naming the hyperparameters of a failed factorisation."""
     theta = np.append(kernel_theta, math.log(noise))
@@ -376,8 +407,11 @@ class GaussianProcessRegressor:
         ``hyperparameter_subset`` points; predictive std from the DTC
         approximation on the preconditioner's pivots.  "auto": "cholesky"
         for N ≤ ``max_exact_n``, else "cg".  The choice is ``solver_``.
-    max_exact_n : int, default 20000
-        Largest N that ``method="auto"`` factorises exactly.
+    max_exact_n : int or "auto", default "auto"
+        Largest N that ``method="auto"`` factorises exactly.  "auto": 20,000, or less where the
+        memory available at ``fit`` (MemAvailable, or the room under a container's cgroup limit) holds
+        fewer than three N × N float64 arrays in 75% of it (e.g. 15,800 with 8 GB available).  The
+        value used is ``max_exact_n_``.
     cg_options : dict or None
         Overrides of ``fastfm.gp_large.DEFAULT_CG_OPTIONS``: tol (relative
         PCG residual, default 1e-2), max_iter, rank (pivoted-Cholesky
@@ -426,7 +460,11 @@ class GaussianProcessRegressor:
         Points the L-BFGS-B starts ran on: N when they used all of them, 0 with ``optimizer=None``
         (see ``hyperparameter_subset``).
     solver_ : {"cholesky", "cg"}
-        The solver ``fit`` used (``method``, or what ``method="auto"`` picked for this N).
+        The solver ``fit`` used (``method``, or what ``method="auto"`` picked for this N).  With
+        ``method="auto"`` an exact fit that runs out of memory (MemoryError) falls back to "cg" with
+        a RuntimeWarning.
+    max_exact_n_ : int
+        The ``max_exact_n`` this fit compared N with (``max_exact_n="auto"`` resolved).
     cg_info_ : fastfm.gp_large.CGInfo or None
         PCG iterations and final relative residuals (``solver_ == "cg"`` only).
     n_restarts_failed_ : int
@@ -437,7 +475,7 @@ class GaussianProcessRegressor:
 
     def __init__(self, kernel, space=None, optimizer="fmin_l_bfgs_b", n_restarts=10, noise=1e-4,
                  noise_bounds=(1e-6, 1.0), normalize_y=True, log_transform_y=False, random_state=None,
-                 copy_X_train=True, theta_prior=None, n_finalists=None, method="auto", max_exact_n=_MAX_EXACT_N,
+                 copy_X_train=True, theta_prior=None, n_finalists=None, method="auto", max_exact_n="auto",
                  cg_options=None, hyperparameter_subset="auto"):
         self.kernel = kernel
         self.space = space
@@ -708,11 +746,25 @@ class GaussianProcessRegressor:
             raise InvalidConfigError("fit needs at least one observation, got X with 0 rows", "X")
         if self.copy_X_train:
             X = X.copy()
-        solver = self._select_solver(X.shape[0])
-        subset = self._hyperparameter_subset(X.shape[0], solver)
-        if solver == "cg":
-            return self._fit_cg(X, y_train, (y_mean, y_std, y_shift, y_log_scale), subset)
+        solver, max_exact_n = self._select_solver(X.shape[0])
+        y_transform = (y_mean, y_std, y_shift, y_log_scale)
+        if solver == "cholesky":
+            try:
+                return self._fit_exact(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver),
+                                       noise, noise_log_bounds, max_exact_n)
+            except MemoryError:
+                if self.method != "auto":
+                    raise
+                # the N × N arrays did not fit after all (max_exact_n_ is an estimate): nothing fitted was
+                # replaced yet, and the matrix-free solver needs O(N·rank) memory
+                warnings.warn(f"fastfm: the exact GP fit of N={X.shape[0]} points ran out of memory; fitting "
+                              "with the matrix-free solver (method='cg') instead", RuntimeWarning, stacklevel=2)
+                solver = "cg"
+        return self._fit_cg(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver), max_exact_n)
 
+    def _fit_exact(self, X, y_train, y_transform, subset, noise, noise_log_bounds, max_exact_n):
+        """``fit`` with the exact solver (GPML Alg. 2.1): the L-BFGS-B starts, then the final factorisation."""
+        y_mean, y_std, y_shift, y_log_scale = y_transform
         kernel = self.kernel.clone_with_theta(self.kernel.theta)
         n_kernel = kernel.n_theta
         lo, hi = noise_log_bounds[0]
@@ -759,7 +811,8 @@ class GaussianProcessRegressor:
             # holding two N × N buffers of its memory (fastfm._backends.cuda_linalg)
             on_gpu = kernel._device_module(X) is not None
             parallel = X.shape[0] >= _PARALLEL_RESTART_MIN_N and not on_gpu
-            with _serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel) as run_all:
+            with _serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel,
+                                                      max_workers=_concurrent_factorisations(X.shape[0])) as run_all:
                 results = run_all(run_start, starts)
                 if racing:
                     # the finalists: best screened objectives that stopped on the iteration cap (a start
@@ -817,11 +870,12 @@ class GaussianProcessRegressor:
         self._fitted_theta = np.append(kernel.theta, log_noise)
         self._diag_depends_on_continuous = self._probe_diag(kernel, X)
         self.solver_ = "cholesky"
+        self.max_exact_n_ = max_exact_n
         self.cg_info_ = None
         self._preconditioner = None
         self.hyperparameter_subset_ = self._points_fitted_on(X.shape[0], subset)
-        _LOGGER.info("fastfm GP fit: N=%d, solver=cholesky, hyperparameter starts on %d points%s", X.shape[0],
-                     self.hyperparameter_subset_, "" if subset is None else ", refined on all")
+        _LOGGER.info("fastfm GP fit: N=%d, solver=cholesky (max_exact_n=%d), hyperparameter starts on %d points%s",
+                     X.shape[0], max_exact_n, self.hyperparameter_subset_, "" if subset is None else ", refined on all")
         return self
 
     @staticmethod
@@ -910,7 +964,12 @@ class GaussianProcessRegressor:
         X = self._as_array(X, validate=False)
         if self.solver_ == "cg":
             return self._predict_cg(X)
-        return self.predict_standardized_from_cross(self.kernel_(X, self.X_train_), self.kernel_.diag(X))
+        # in blocks of rows: the M × N cross-covariance and L⁻¹k* of a block stay within _CROSS_BLOCK_BYTES
+        rows = max(_TRMM_MIN_ROWS, _CROSS_BLOCK_BYTES // (8 * self.X_train_.shape[0]))
+        blocks = [self.predict_standardized_from_cross(self.kernel_(X[i:i + rows], self.X_train_),
+                                                       self.kernel_.diag(X[i:i + rows]))
+                  for i in range(0, X.shape[0], rows)] or [(np.zeros(0), np.zeros(0))]
+        return np.concatenate([mu for mu, _ in blocks]), np.concatenate([sigma for _, sigma in blocks])
 
     def predict_standardized_from_cross(self, K_cross, k_diag):
         """Predictive mean and std of the standardised latent f from precomputed kernel values.
@@ -1058,19 +1117,21 @@ class GaussianProcessRegressor:
     # >>> Large-N solver selection and the matrix-free (PCG) path (fastfm/gp_large.py)
     # =====================================================================
     def _select_solver(self, n):
-        """"cholesky" or "cg" for n training points (``method``; "auto" compares n with ``max_exact_n``)."""
+        """("cholesky" or "cg", the max_exact_n compared with) for n training points (``method``, ``max_exact_n``)."""
         if self.method not in _METHODS:
             raise InvalidConfigError(f"method must be one of {list(_METHODS)}, got method={self.method!r}",
                                      "method", self.method)
-        if (not isinstance(self.max_exact_n, numbers.Integral) or isinstance(self.max_exact_n, bool)
-                or self.max_exact_n < 1):
-            raise InvalidConfigError(f"max_exact_n must be a positive integer, got max_exact_n={self.max_exact_n!r}",
-                                     "max_exact_n", self.max_exact_n)
+        limit = self.max_exact_n
+        if isinstance(limit, str) and limit == "auto":
+            limit = _memory_limited_exact_n()
+        elif not isinstance(limit, numbers.Integral) or isinstance(limit, bool) or limit < 1:
+            raise InvalidConfigError(f"max_exact_n must be a positive integer or 'auto', got max_exact_n={limit!r}",
+                                     "max_exact_n", limit)
         from .gp_large import check_cg_options
         check_cg_options(self.cg_options)  # fail early on bad options, whatever the solver
         if self.method != "auto":
-            return self.method
-        return "cholesky" if n <= self.max_exact_n else "cg"
+            return self.method, int(limit)
+        return ("cholesky" if n <= limit else "cg"), int(limit)
 
     def _require_exact(self, what):
         if getattr(self, "solver_", "cholesky") != "cholesky":
@@ -1113,7 +1174,7 @@ class GaussianProcessRegressor:
             tuned._fitted_theta = warm_start      # a refit's previous optimum joins the starts
         return tuned.fit(X[subset], y_train[subset])
 
-    def _fit_cg(self, X, y_train, y_transform, subset):
+    def _fit_cg(self, X, y_train, y_transform, subset, max_exact_n):
         """Matrix-free fit: hyperparameters on a random subset (exact), then α = (K + noise·I)⁻¹ y by PCG."""
         from .gp_large import check_cg_options, solve_system
         options = check_cg_options(self.cg_options)
@@ -1143,11 +1204,13 @@ class GaussianProcessRegressor:
         self._fitted_theta = np.append(kernel.theta, math.log(noise))
         self._diag_depends_on_continuous = self._probe_diag(kernel, X)
         self.solver_ = "cg"
+        self.max_exact_n_ = max_exact_n
         self.hyperparameter_subset_ = self._points_fitted_on(n, subset)
         self.cg_info_ = info
         self._preconditioner = preconditioner
-        _LOGGER.info("fastfm GP fit: N=%d, solver=cg (%d PCG iterations, residual %.2g, preconditioner rank %d)",
-                     n, info.n_iter, float(np.max(info.residuals)), preconditioner.rank)
+        _LOGGER.info("fastfm GP fit: N=%d, solver=cg (max_exact_n=%d; %d PCG iterations, residual %.2g, "
+                     "preconditioner rank %d)", n, max_exact_n, info.n_iter, float(np.max(info.residuals)),
+                     preconditioner.rank)
         return self
 
     def _predict_mean(self, X):

@@ -225,7 +225,7 @@ def test_restarts_run_one_after_another_when_the_likelihood_is_on_the_gpu(cuda_b
     class Recorded(Exception):
         pass
 
-    def recording_thread_map(n_items, parallel=True):
+    def recording_thread_map(n_items, parallel=True, max_workers=None):
         recorded.append(parallel)
         raise Recorded
 

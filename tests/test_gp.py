@@ -225,6 +225,20 @@ def test_fitted_factor_is_lower_triangular_with_zeros_above():
     np.testing.assert_allclose(gp.L_ @ gp.L_.T, K, rtol=1e-12, atol=1e-12)
 
 
+def test_predictions_in_blocks_of_rows_equal_the_whole_block(monkeypatch):
+    X, y = _data(MIXED, 40, seed=9)
+    X_test = MIXED.sample_encoded(700, seed=10)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
+    whole = gp.predict(X_test, return_std=True)
+    # 256-row blocks (the floor) for 700 points: blocks of 256, 256 and 188
+    monkeypatch.setattr(gp_module, "_CROSS_BLOCK_BYTES", 8 * 40)
+    blocked = gp.predict(X_test, return_std=True)
+    np.testing.assert_allclose(blocked[0], whole[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(blocked[1], whole[1], rtol=1e-10, atol=1e-12)
+    mu, sigma = gp.predict_standardized(X_test[:0])
+    assert mu.shape == sigma.shape == (0,)
+
+
 # ----------------------------------------------------------------------------- fitting
 def test_fit_increases_lml_and_is_deterministic():
     X, y = _data(MIXED, 25, seed=5)

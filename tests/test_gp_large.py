@@ -10,6 +10,7 @@ import pytest
 from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp  # noqa: F401
 
 import fastfm as ff
+from fastfm import gp as gp_module
 from fastfm import gp_large
 from fastfm._backends import numpy_backend
 from fastfm.benchmarks.regression import make_mixed_regression, regression_space
@@ -235,6 +236,86 @@ def test_auto_selects_cholesky_up_to_max_exact_n_then_cg():
     assert gp.solver_ == "cg" and "solver_='cg'" in repr(gp) and gp.cg_info_.converged
 
 
+@pytest.mark.parametrize("available, expected", [
+    (8e9, 15811),          # sqrt(0.75 · 8e9 / (3 · 8)): three N × N float64 arrays in 75% of 8 GB
+    (1e12, 20000),         # plenty: the time cap
+    (None, 20000),         # the system does not say
+    (3 * 8 * 159 ** 2 / 0.75 + 1.0, 159),
+])
+def test_auto_max_exact_n_follows_the_available_memory(monkeypatch, available, expected):
+    monkeypatch.setattr(gp_module, "available_memory", lambda: available)
+    _, kernel, X, y, _, _ = _problem(160)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
+    assert gp.max_exact_n_ == expected
+    assert gp.solver_ == ("cg" if expected < 160 else "cholesky")
+    # an explicit limit is taken as it is
+    fixed = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, max_exact_n=1000).fit(X, y)
+    assert fixed.max_exact_n_ == 1000 and fixed.solver_ == "cholesky"
+
+
+def test_exact_fit_out_of_memory_falls_back_to_cg_under_auto(monkeypatch):
+    _, kernel, X, y, _, _ = _problem(120)
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError("no room for N × N")
+
+    monkeypatch.setattr(ff.GaussianProcessRegressor, "_fit_exact", out_of_memory)
+    with pytest.warns(RuntimeWarning, match="ran out of memory; fitting with the matrix-free solver"):
+        gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
+    assert gp.solver_ == "cg" and gp.cg_info_.converged
+    with pytest.raises(MemoryError):   # asked for the exact solver: no silent change of method
+        ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, method="cholesky").fit(X, y)
+
+
+def test_parallel_starts_are_limited_by_memory(monkeypatch):
+    """Each start running on all points holds an N × N array: no more run at once than memory holds."""
+    _, kernel, X, y, _, _ = _problem(100)
+    seen = []
+    real_thread_map = gp_module.thread_map
+
+    def recording_thread_map(n_items, parallel=True, max_workers=None):
+        seen.append(max_workers)
+        return real_thread_map(n_items, parallel, max_workers)
+
+    monkeypatch.setattr(gp_module, "thread_map", recording_thread_map)
+    array = 8.0 * 100 * 100
+    monkeypatch.setattr(gp_module, "available_memory", lambda: 4 * array / 0.75)
+    ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
+    assert seen == [2]          # 4 arrays' room, 2 kept for the factors: 2 starts at a time
+    monkeypatch.setattr(gp_module, "available_memory", lambda: array)
+    ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
+    assert seen[-1] == 1
+
+
+def _write(path, text):
+    path.write_text(text)
+    return str(path)
+
+
+def test_available_memory_reads_meminfo_and_the_cgroup_limit(monkeypatch, tmp_path):
+    from fastfm import _parallel
+    meminfo = _write(tmp_path / "meminfo", "MemTotal:  32000000 kB\nMemAvailable:  16000000 kB\n")
+    monkeypatch.setattr(_parallel, "_MEMINFO", meminfo)
+    missing = str(tmp_path / "missing")
+    monkeypatch.setattr(_parallel, "_CGROUP_MEMORY_FILES", ((missing, missing, missing),))
+    assert _parallel.available_memory() == 16000000 * 1024
+    # cgroup v2: room under the limit, the inactive page cache counted as free
+    limit = _write(tmp_path / "memory.max", "4000000000\n")
+    usage = _write(tmp_path / "memory.current", "3000000000\n")
+    stat = _write(tmp_path / "memory.stat", "anon 2000000000\ninactive_file 500000000\n")
+    monkeypatch.setattr(_parallel, "_CGROUP_MEMORY_FILES", ((missing, missing, missing), (limit, usage, stat)))
+    assert _parallel.available_memory() == 4000000000 - (3000000000 - 500000000)
+    # no limit ("max" in v2, a huge number in v1): the machine's figure
+    _write(tmp_path / "memory.max", "max\n")
+    assert _parallel.available_memory() == 16000000 * 1024
+    _write(tmp_path / "memory.max", str(1 << 62))
+    assert _parallel.available_memory() == 16000000 * 1024
+    # a limit below the machine's room wins even without a stat file
+    _write(tmp_path / "memory.max", "3500000000")
+    monkeypatch.setattr(_parallel, "_CGROUP_MEMORY_FILES", ((limit, usage, missing),))
+    assert _parallel.available_memory() == 500000000
+
+
 def test_cg_fits_hyperparameters_on_the_subset():
     _, kernel, X, y, _, _ = _problem(200)
     common = dict(n_restarts=0, random_state=3, noise=0.01)
@@ -317,6 +398,8 @@ def test_exact_only_methods_raise_after_a_cg_fit():
 @pytest.mark.parametrize("params, name", [
     ({"method": "lu"}, "method"),
     ({"max_exact_n": 0}, "max_exact_n"),
+    ({"max_exact_n": "all"}, "max_exact_n"),
+    ({"max_exact_n": 1.5e4}, "max_exact_n"),
     ({"cg_options": {"tolerance": 1e-3}}, "cg_options['tolerance']"),
     ({"cg_options": {"tol": 2.0}}, "cg_options['tol']"),
     ({"cg_options": {"rank": -1}}, "cg_options['rank']"),

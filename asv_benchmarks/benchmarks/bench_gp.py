@@ -51,6 +51,30 @@ class GPFitPredict:
         self.gp.predict(self.X_test, return_std=True)
 
 
+class GPLikelihood:
+    """One exact log marginal likelihood with its gradient at fixed θ, the step of a hyperparameter fit:
+    time, and the process's peak memory (the evaluation holds one N × N array: the Gram, factorised and
+    turned into W = ½(ααᵀ − K⁻¹) in place)."""
+
+    params = (BACKENDS, [1000, 2000, 5000])
+    param_names = ["backend", "N"]
+    timeout = 600
+
+    def setup(self, backend, n):
+        import math
+        self.kernel, X, y, _ = _setup(backend, n)
+        self.gp = GaussianProcessRegressor(self.kernel, optimizer=None, noise=1e-2)
+        self.terms = self.kernel._likelihood_terms(X)
+        self.y = (y - y.mean()) / y.std()
+        self.log_noise = math.log(1e-2)
+
+    def time_lml_and_gradient(self, backend, n):
+        self.gp._lml(self.terms, self.kernel.theta, self.y, self.log_noise, True)
+
+    def peakmem_lml_and_gradient(self, backend, n):
+        self.gp._lml(self.terms, self.kernel.theta, self.y, self.log_noise, True)
+
+
 class KernelMatvec:
     """K V for the symmetric N×N ModLap Gram, V of 1 or 17 columns (y plus 16 probes)."""
 
