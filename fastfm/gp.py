@@ -47,8 +47,9 @@ _LOGGER = logging.getLogger(__name__)
 
 # ``method="auto"`` factorises exactly up to this many training points and uses the matrix-free PCG
 # solver beyond, or fewer where memory is short (``max_exact_n="auto"``).  Beyond 20,000 the exact fit's
-# hyperparameter refinement (25 N³ factorisations and inverses, 150 s each at N = 20,000 on two cores)
-# costs more than the matrix-free solver's whole fit.
+# hyperparameter refinement (up to 32 evaluations, each an N³ factorisation and inverse: about 150 s at
+# N = 20,000 on two cores, eight times the 18.5 s measured at N = 10,000) costs more than the matrix-free
+# solver's whole fit.
 _MAX_EXACT_N = 20_000
 # The exact solver's memory, in N × N float64 arrays: the likelihood's one buffer (per start running at
 # the same time), the new factor L_, and a refit's previous L_ or its cached inverse, kept until the new fit
