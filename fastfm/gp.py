@@ -64,8 +64,9 @@ _METHODS = ("auto", "cholesky", "cg")
 # points is a 2,000² Gram, its Cholesky and inverse and the fused gradient reduction (0.5–1 s on two cores
 # for the 15-variable regression set), so the starts cost minutes whatever N is.  The exact solver then refines
 # the best start on all N (_REFINE_OPTIONS): on the regression set at N = 10,000 the refinement took the
-# test RMSE / NLL from 0.5747 / 1.042 at the subset's optimum to 0.3704 / 0.390, in 15 minutes in all on
-# two cores, where every start on all points would take about 70 (BENCHMARKS.md, "Subset, then refine").
+# test RMSE / NLL from 0.5747 / 1.042 at the subset's optimum to 0.3704 / 0.390, in 13 minutes in all on
+# two cores, where every start on all points would take about 60 (BENCHMARKS.md, "Subset, then refine" and
+# "One N × N buffer").
 _AUTO_SUBSET = 2000
 _AUTO_SUBSET_MIN_N = 2 * _AUTO_SUBSET
 
@@ -495,7 +496,8 @@ class GaussianProcessRegressor:
         self.cg_options = cg_options
         self.hyperparameter_subset = hyperparameter_subset
 
-    # scikit-learn estimator protocol: the constructor arguments, so that sklearn.base.clone works
+    # scikit-learn estimator protocol: the constructor arguments, so that sklearn.base.clone works (the
+    # kernel itself is deep-copied: Kernel.__sklearn_clone__)
     _PARAM_NAMES = ("kernel", "space", "optimizer", "n_restarts", "noise", "noise_bounds", "normalize_y",
                     "log_transform_y", "random_state", "copy_X_train", "theta_prior", "n_finalists", "method",
                     "max_exact_n", "cg_options", "hyperparameter_subset")
@@ -1081,20 +1083,12 @@ class GaussianProcessRegressor:
             raise ValueError("at most one of return_std and return_cov can be True")
         X = self._as_array(X)
         fitted = self._is_fitted()
-        kernel = self.kernel_ if fitted else self.kernel
         y_mean, y_std = (self.y_mean_, self.y_std_) if fitted else (0.0, 1.0)
         if fitted and not (return_std or return_cov):
             # the mean alone: K(X*, X) α by the matrix-free product (no M×N block, no triangular solve)
             return self._untransform_mean(y_mean + y_std * self._predict_mean(X))
         if return_cov:
-            if fitted:
-                self._require_exact("predict(return_cov=True)")
-                K_cross = kernel(X, self.X_train_)
-                mu = K_cross @ self.alpha_
-                v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
-                cov = kernel(X) - v.T @ v  # GPML Alg. 2.1, line 6 (full covariance)
-            else:
-                mu, cov = np.zeros(X.shape[0]), kernel(X)
+            mu, cov = self._standardized_mean_and_cov(X, "predict(return_cov=True)")
             mean = y_mean + y_std * mu
             out_cov = cov * y_std ** 2
         else:
@@ -1107,6 +1101,75 @@ class GaussianProcessRegressor:
         if return_std:
             return mean, sigma * y_std
         return mean
+
+    def _standardized_mean_and_cov(self, X, what):
+        """Mean and full covariance of the standardised latent f at encoded X (the prior before ``fit``)."""
+        if not self._is_fitted():
+            return np.zeros(X.shape[0]), self.kernel(X)
+        self._require_exact(what)
+        K_cross = self.kernel_(X, self.X_train_)
+        mu = K_cross @ self.alpha_
+        v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
+        return mu, self.kernel_(X) - v.T @ v  # GPML Alg. 2.1, line 6 (full covariance)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Joint draws of the latent function at X from the posterior (the prior before ``fit``).
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims), or a list of config dicts when ``space`` is set
+        n_samples : int, default 1
+        random_state : None, int or numpy Generator, default 0
+
+        Returns
+        -------
+        samples : ndarray of shape (M, n_samples)
+            In the units of y (as scikit-learn's ``sample_y``); with ``log_transform_y`` each draw of t(f)
+            is mapped back by t⁻¹.  Needs the exact solver (the full M × M covariance).
+        """
+        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise InvalidConfigError(f"n_samples must be a positive integer, got n_samples={n_samples!r}",
+                                     "n_samples", n_samples)
+        X = self._as_array(X)
+        mu, cov = self._standardized_mean_and_cov(X, "sample_y")
+        # cov is PSD up to rounding (and singular at repeated points): its eigendecomposition with the
+        # negative rounding clipped is a square root that never fails, where a Cholesky would need jitter
+        eigenvalues, eigenvectors = np.linalg.eigh(cov)
+        root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+        rng = np.random.default_rng(random_state)
+        draws = mu[:, None] + root @ rng.standard_normal((X.shape[0], int(n_samples)))
+        if not self._is_fitted():
+            return draws
+        return self._untransform_mean(self.y_mean_ + self.y_std_ * draws)
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R² of ``predict(X)`` against y, as scikit-learn's regressors.
+
+        ``cross_val_score`` and ``GridSearchCV`` use it by default.  1 is a perfect fit; a constant y
+        scores 1 when predicted exactly and 0 otherwise (scikit-learn's ``r2_score``)."""
+        y = np.asarray(y, dtype=np.float64)
+        prediction = self.predict(X)
+        if y.shape != prediction.shape:
+            raise InvalidConfigError(f"y must have one value per row of X ({prediction.shape[0]}), got shape "
+                                     f"{y.shape}", "y")
+        weight = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if weight.shape != y.shape:
+            raise InvalidConfigError(f"sample_weight must have shape {y.shape}, got {weight.shape}",
+                                     "sample_weight")
+        residual = float(np.sum(weight * (y - prediction) ** 2))
+        total = float(np.sum(weight * (y - np.average(y, weights=weight)) ** 2))
+        if total == 0.0:
+            return 1.0 if residual == 0.0 else 0.0
+        return 1.0 - residual / total
+
+    # scikit-learn's view of the estimator: a regressor (is_regressor, the default scorer, CV splitting)
+    _estimator_type = "regressor"     # scikit-learn < 1.6
+
+    def __sklearn_tags__(self):
+        """Estimator tags for scikit-learn ≥ 1.6 (only scikit-learn calls this, so it is importable)."""
+        from sklearn.utils import RegressorTags, Tags, TargetTags
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
+                    regressor_tags=RegressorTags(), non_deterministic=self.random_state is None)
 
     def __repr__(self):
         solver = f", solver_={self.solver_!r}" if hasattr(self, "solver_") else ""

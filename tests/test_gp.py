@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fastfm as ff
-from fastfm.exceptions import FitError, InvalidValueError, NotPositiveDefiniteError
+from fastfm.exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
 from fastfm import gp as gp_module
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from fastfm.kernels import RBF, Matern52, ModLap, ModNN
@@ -313,6 +313,81 @@ def test_sklearn_estimator_protocol():
         gp.set_params(alpha=1.0)
     copy = GaussianProcessRegressor(**gp.get_params())
     assert copy.get_params() == gp.get_params()
+
+
+def test_sklearn_clone_cross_validation_and_grid_search():
+    """The estimator protocol end to end: clone rebuilds an unfitted copy (the kernel deep-copied: its
+    get_params are hyperparameter values, not constructor arguments), cross_val_score scores with R²."""
+    sklearn_base = pytest.importorskip("sklearn.base")
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    X, y = _data(CONTINUOUS, 36, seed=11)
+    gp = GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=1, random_state=0)
+    copy = sklearn_base.clone(gp)
+    assert copy is not gp and copy.kernel is not gp.kernel and not hasattr(copy, "alpha_")
+    assert repr(copy.kernel) == repr(gp.kernel) and copy.get_params()["n_restarts"] == 1
+    assert sklearn_base.is_regressor(gp)
+    folds = model_selection.KFold(3)
+    scores = model_selection.cross_val_score(gp, X, y, cv=folds)
+    by_hand = [GaussianProcessRegressor(RBF(CONTINUOUS), n_restarts=1, random_state=0).fit(X[train], y[train])
+               .score(X[test], y[test]) for train, test in folds.split(X)]
+    np.testing.assert_allclose(scores, by_hand, rtol=1e-12)
+    search = model_selection.GridSearchCV(gp, {"noise": [1e-4, 1e-2]}, cv=folds).fit(X, y)
+    assert search.best_params_["noise"] in (1e-4, 1e-2) and np.isfinite(search.best_score_)
+
+
+def test_score_is_r_squared():
+    metrics = pytest.importorskip("sklearn.metrics")
+    X, y = _data(MIXED, 30, seed=12)
+    X_test, y_test = _data(MIXED, 20, seed=13)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, 20)
+    assert gp.score(X_test, y_test) == pytest.approx(metrics.r2_score(y_test, gp.predict(X_test)), rel=1e-12)
+    assert gp.score(X_test, y_test, sample_weight=weight) == pytest.approx(
+        metrics.r2_score(y_test, gp.predict(X_test), sample_weight=weight), rel=1e-12)
+    constant = np.full(20, 3.0)
+    assert gp.score(X_test, constant) == 0.0
+    with pytest.raises(InvalidConfigError) as excinfo:
+        gp.score(X_test, y_test[:5])
+    assert excinfo.value.parameter == "y"
+    with pytest.raises(InvalidConfigError) as excinfo:
+        gp.score(X_test, y_test, sample_weight=weight[:3])
+    assert excinfo.value.parameter == "sample_weight"
+
+
+def test_sample_y_draws_from_the_predictive_distribution():
+    X, y = _data(MIXED, 25, seed=14)
+    X_test = MIXED.sample_encoded(4, seed=15)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
+    draws = gp.sample_y(X_test, n_samples=20000, random_state=1)
+    assert draws.shape == (4, 20000)
+    mean, cov = gp.predict(X_test, return_cov=True)
+    # Monte Carlo: the sample mean within 5 standard errors, the sample covariance within 5%·max variance
+    np.testing.assert_array_less(np.abs(draws.mean(axis=1) - mean), 5 * np.sqrt(np.diag(cov) / 20000) + 1e-12)
+    np.testing.assert_allclose(np.cov(draws), cov, atol=0.05 * np.max(np.diag(cov)))
+    np.testing.assert_array_equal(gp.sample_y(X_test, 3, random_state=2), gp.sample_y(X_test, 3, random_state=2))
+    # before fit: the prior; a repeated point gets one value in every draw (singular covariance, no failure)
+    prior = GaussianProcessRegressor(ModLap(MIXED)).sample_y(np.vstack([X_test, X_test[:1]]), 5, random_state=3)
+    assert prior.shape == (5, 5)
+    np.testing.assert_allclose(prior[0], prior[4], atol=1e-6)
+
+
+def test_sample_y_maps_log_draws_back_and_needs_the_exact_solver():
+    X, y = _data(MIXED, 25, seed=16)
+    y = np.exp(y)
+    X_test = MIXED.sample_encoded(3, seed=17)
+    gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2, log_transform_y=True).fit(X, y)
+    draws = gp.sample_y(X_test, n_samples=4001, random_state=0)
+    assert np.all(draws > 0)
+    # t⁻¹ is monotone: the draws' median is near the predictive median
+    median = gp.predict(X_test)
+    _, std = gp.predict(X_test, return_std=True)
+    np.testing.assert_allclose(np.log(np.median(draws, axis=1)), np.log(median), atol=0.1 * np.max(std) + 1e-9)
+    with pytest.raises(InvalidConfigError) as excinfo:
+        gp.sample_y(X_test, n_samples=0)
+    assert excinfo.value.parameter == "n_samples"
+    cg = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2, method="cg").fit(X, y)
+    with pytest.raises(InvalidConfigError, match="sample_y needs the exact solver"):
+        cg.sample_y(X_test)
 
 
 def test_prior_prediction_before_fit():

@@ -176,6 +176,13 @@ class Kernel:
     def n_theta(self):
         return int(self._free_mask().sum())
 
+    def __sklearn_clone__(self):
+        """``sklearn.base.clone`` of a kernel (e.g. inside a cloned GaussianProcessRegressor): a deep copy.
+
+        A kernel's ``get_params`` lists its hyperparameter values, not its constructor arguments (the
+        space, the bounds, the backend), so scikit-learn cannot rebuild it from them."""
+        return copy.deepcopy(self)
+
     def clone_with_theta(self, theta):
         """A copy of this kernel with ``theta`` set."""
         clone = copy.deepcopy(self)
