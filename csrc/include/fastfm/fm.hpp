@@ -85,6 +85,76 @@ constexpr int kMaxTridiagonalDetectStates = 512;
 // Zeros after every projector table (see mixed_reduction_vectors).
 constexpr std::size_t kProjectorPadding = 8;
 
+// Tridiagonal graphs up to this many states take the rational path: one numerator table row is one
+// vector of eight doubles (two of four without AVX-512), so a column state selects its coefficient with
+// one permute (two and a blend).  Also the largest projector table the vector reduction permutes.
+constexpr int kRationalTableStates = 8;
+
+// ----------------------------------------------------------------------------
+// Vector lanes of the kernels written with GCC vector types
+// ----------------------------------------------------------------------------
+// True where eight doubles are one register (AVX-512), i.e. where the bindings' x86-64-v4 clones run:
+// the vector kernels then take kWideLanes, else kNarrowLanes (FMPlan::wide_vectors).
+inline bool wide_vector_registers() {
+#if defined(__AVX512F__)
+    return true;
+#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    !defined(FASTFM_NO_MULTIVERSIONING)
+    static const bool wide = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("x86-64-v4") != 0;
+    }();
+    return wide;
+#else
+    return false;
+#endif
+}
+
+// Lanes of the vector kernels (GCC vector types): eight where 8 × T is a register (float, or AVX-512),
+// else 256 bits' worth.  GCC keeps a vector type wider than the widest register in memory and lowers every
+// operation on it piece by piece through the stack: with eight doubles on an AVX2-only CPU the Gram, K·V
+// and reduction kernels ran 3-16× slower than with four (BENCHMARKS.md, "Vector lanes without AVX-512").
+template <typename T>
+constexpr int kNarrowLanes = 32 / static_cast<int>(sizeof(T));
+constexpr int kWideLanes = 8;
+
+#if defined(__GNUC__)
+// W elements of type E as one GCC vector.  (A typedef with a vector_size that depends on a template
+// parameter inside a function template loses the attribute when the element type does not depend on
+// one, e.g. int32_t: the struct makes it dependent.)
+template <typename E, int W>
+struct LaneVector {
+    typedef E type __attribute__((vector_size(W * sizeof(E))));
+};
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__)
+template <typename T, int Lanes = kRationalTableStates>
+struct RationalLanes {
+    static constexpr int W = Lanes;
+    typedef T lanes __attribute__((vector_size(W * sizeof(T))));
+    typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type index_int;
+    typedef index_int index_lanes __attribute__((vector_size(W * sizeof(index_int))));
+};
+
+// The lanes' entries of one kRationalTableStates-wide table row: row[index[l]] in lane l.
+template <typename T, int W>
+inline typename RationalLanes<T, W>::lanes table_lanes(const T* FASTFM_RESTRICT row,
+                                                       const typename RationalLanes<T, W>::index_lanes& index) {
+    typedef typename RationalLanes<T, W>::lanes lanes;
+    static_assert(W == kRationalTableStates || 2 * W == kRationalTableStates, "a row is one or two vectors");
+    lanes low;
+    std::memcpy(&low, row, sizeof low);
+    if constexpr (W == kRationalTableStates) {
+        return __builtin_shuffle(low, index);
+    } else {
+        lanes high;
+        std::memcpy(&high, row + W, sizeof high);
+        return __builtin_shuffle(low, high, index);
+    }
+}
+#endif
+
 template <typename T>
 struct VariableSpectrum {
     int n_states = 0;
@@ -281,9 +351,6 @@ struct VariablePlan {
     T rational_floor = 0;  // min over v, w of Num_vw(0) (> 0): Num_vw(r) ≥ it for r ≥ 0
 };
 
-// Tridiagonal graphs up to this many states take the rational path: one numerator table row is one
-// vector of eight doubles, so a column state selects its coefficient with one permute.
-constexpr int kRationalTableStates = 8;
 
 // The rational form of a single-term Laplace factor F = a_1 [((1+s)I + βL)⁻¹]_vw (paper Eq. 5 with
 // f = a_1/u), whose Num and Den are polynomials in s with non-negative coefficients, so that
@@ -391,6 +458,7 @@ struct FMPlan {
     // over a chunk stay in range while Π Den ≤ rational_limit (see multiply_rational_factors).
     bool rational = false;
     bool all_rational = false;  // rational, and every variable has a rational form
+    bool wide_vectors = wide_vector_registers();  // the vector kernels' lanes: kWideLanes, else kNarrowLanes
     T rational_limit = 0;
     // Π_p Den_p(r) over the rational variables, as two polynomials in r (ascending coefficients) whose
     // product it is: two Horner chains of half the degree each (a chain is latency-bound).
@@ -1159,22 +1227,22 @@ FASTFM_ALWAYS_INLINE void nominal_factor_derivatives(V s, Mask same, T alpha, T 
     dF_dR = -alpha * (a * x0_sq + b * x1_sq + c * inv * (x0 + x1));
 }
 
-// The first m ≤ 8 elements of src as a GCC vector (the rest zero): one load for a full vector.
+// The first m ≤ (lanes) elements of src as a GCC vector (the rest zero): one load for a full vector.
 template <typename Lanes, typename E>
 FASTFM_ALWAYS_INLINE Lanes load_lanes(const E* src, std::size_t m) {
     Lanes v = {};
-    if (m == 8)
+    if (m == sizeof(Lanes) / sizeof(E))
         std::memcpy(&v, src, sizeof v);
     else
         for (std::size_t l = 0; l < m; ++l) v[l] = src[l];
     return v;
 }
 
-// Σ of the eight lanes of a GCC vector, in lane order.
+// Σ of the lanes of a GCC vector, in lane order.
 template <typename T, typename V>
 FASTFM_ALWAYS_INLINE T sum_of_lanes(const V& v) {
     T total = T(0);
-    for (int lane = 0; lane < 8; ++lane) total += v[lane];
+    for (int lane = 0; lane < static_cast<int>(sizeof(V) / sizeof(T)); ++lane) total += v[lane];
     return total;
 }
 
@@ -1200,7 +1268,7 @@ FASTFM_ALWAYS_INLINE void store_lane_sums(int P, const V* acc_alpha, const V* ac
 // Σ_p W σ² Q_p ∂F_p/∂R for the lengthscale chain rule.  (Explicit vector
 // accumulators rather than an OpenMP array reduction: GCC privatises that
 // through memory, measured 3× slower.)
-template <typename T, int P>
+template <typename T, int P, int W>
 inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
                                          const int32_t* FASTFM_RESTRICT states, std::size_t ld,
                                          const T* FASTFM_RESTRICT arg, const T* FASTFM_RESTRICT wts,
@@ -1217,17 +1285,17 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
     for (int p = 0; p < P; ++p) sum_alpha[p] = sum_beta[p] = T(0);
     std::size_t j = 0;
 #if defined(__GNUC__)
-    // Eight columns at a time in GCC vector types, so that the 2P + 1 sums stay in vector registers
+    // W columns at a time in GCC vector types, so that the 2P + 1 sums stay in vector registers
     // (the autovectorised form wrote per-column terms that the caller then summed: a store and a load
     // per term and column).  Same arithmetic, lane by lane, as the scalar loop below.
-    typedef T lanes __attribute__((vector_size(8 * sizeof(T))));
+    typedef typename LaneVector<T, W>::type lanes;
     typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type mask_int;
-    typedef mask_int mask_lanes __attribute__((vector_size(8 * sizeof(mask_int))));
-    typedef int32_t state_lanes __attribute__((vector_size(8 * sizeof(int32_t))));
+    typedef typename LaneVector<mask_int, W>::type mask_lanes;
+    typedef typename LaneVector<int32_t, W>::type state_lanes;
     const lanes zero = {};
     lanes acc_alpha[P], acc_beta[P], acc_variance = zero;
     for (int p = 0; p < P; ++p) acc_alpha[p] = acc_beta[p] = zero;
-    for (; j + 8 <= count; j += 8) {
+    for (; j + W <= count; j += W) {
         lanes r, running;
         std::memcpy(&r, arg + j, sizeof r);
         std::memcpy(&running, wts + j, sizeof running);  // running = W σ² Π_{q<p} F_q
@@ -1246,7 +1314,7 @@ inline void complete_reduction_registers(const FMPlan<T>& plan, const int64_t* F
         acc_variance += running;
         std::memcpy(omega + j, &omega_j, sizeof omega_j);
     }
-    for (int lane = 0; lane < 8; ++lane) {
+    for (int lane = 0; lane < W; ++lane) {
         for (int p = 0; p < P; ++p) {
             sum_alpha[p] += acc_alpha[p][lane];
             sum_beta[p] += acc_beta[p][lane];
@@ -1303,16 +1371,16 @@ inline bool mixed_reduction_applies(const FMPlan<T>& plan) {
 // (the table is padded, see kProjectorPadding); larger ones are gathered lane by lane.  The last,
 // partial block runs with zero weights (and state 0, argument 0) in the unused lanes, which add
 // exact zeros.  GCC only (mixed_reduction_applies).
-template <typename T>
+template <typename T, int W>
 inline void mixed_reduction_vectors(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
                                     const int32_t* FASTFM_RESTRICT states, std::size_t ld,
                                     const T* FASTFM_RESTRICT arg, const T* FASTFM_RESTRICT wts, std::size_t count,
                                     T* FASTFM_RESTRICT omega, T* FASTFM_RESTRICT sums) {
 #if defined(__GNUC__) && !defined(__clang__)
-    typedef T lanes __attribute__((vector_size(8 * sizeof(T))));
+    typedef typename LaneVector<T, W>::type lanes;
     typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type mask_int;
-    typedef mask_int mask_lanes __attribute__((vector_size(8 * sizeof(mask_int))));
-    typedef int32_t state_lanes __attribute__((vector_size(8 * sizeof(int32_t))));
+    typedef typename LaneVector<mask_int, W>::type mask_lanes;
+    typedef typename LaneVector<int32_t, W>::type state_lanes;
     constexpr int MaxP = kMaxVectorVariables;
     const int P = static_cast<int>(plan.n_variables());
     // per variable: closed form (complete) or projector sum
@@ -1348,9 +1416,9 @@ inline void mixed_reduction_vectors(const FMPlan<T>& plan, const int64_t* FASTFM
     lanes acc_alpha[MaxP], acc_beta[MaxP], acc_variance = zero;
     for (int p = 0; p < P; ++p) acc_alpha[p] = acc_beta[p] = zero;
     lanes F[MaxP], dF_dR[MaxP], y[MaxP], suffix[MaxP];
-    for (std::size_t j = 0; j < count; j += 8) {
-        const std::size_t m = count - j < 8 ? count - j : 8;
-        const bool full = m == 8;
+    for (std::size_t j = 0; j < count; j += W) {
+        const std::size_t m = count - j < W ? count - j : W;
+        const bool full = m == W;
         lanes r = zero, running = zero;  // running = W σ² Π_{q<p} F_q
         if (full) {
             std::memcpy(&r, arg + j, sizeof r);
@@ -1376,12 +1444,10 @@ inline void mixed_reduction_vectors(const FMPlan<T>& plan, const int64_t* FASTFM
             const T* table = weights[p];
             const mask_lanes index = __builtin_convertvector(column_states, mask_lanes);
             auto gather = [&](const T* row) {
+                if (n <= kRationalTableStates)  // padded table: in bounds; entries ≥ n not selected
+                    return table_lanes<T, W>(row, index);
                 lanes w;
-                if (n <= 8) {
-                    std::memcpy(&w, row, sizeof w);  // padded table: in bounds; lanes ≥ n not selected
-                    return __builtin_shuffle(w, index);
-                }
-                for (int l = 0; l < 8; ++l) w[l] = row[column_states[l]];
+                for (int l = 0; l < W; ++l) w[l] = row[column_states[l]];
                 return w;
             };
             lanes f = zero, d = zero, b = zero;
@@ -1439,12 +1505,20 @@ bool complete_reduction_registers_any(const FMPlan<T>& plan, const int64_t* v, c
                                       T* sums) {
     if (!plan.all_complete_single_term || plan.n_variables() > static_cast<std::size_t>(kMaxRegisterVariables)) {
         if (!mixed_reduction_applies(plan)) return false;
-        mixed_reduction_vectors(plan, v, states, ld, arg, wts, count, omega, sums);
+        if (plan.wide_vectors)
+            mixed_reduction_vectors<T, kWideLanes>(plan, v, states, ld, arg, wts, count, omega, sums);
+        else
+            mixed_reduction_vectors<T, kNarrowLanes<T>>(plan, v, states, ld, arg, wts, count, omega, sums);
         return true;
     }
     switch (plan.n_variables()) {
 #define FASTFM_REGISTER_CASE(P) \
-    case P: complete_reduction_registers<T, P>(plan, v, states, ld, arg, wts, count, omega, sums); return true;
+    case P:                                                                                                    \
+        if (plan.wide_vectors)                                                                                 \
+            complete_reduction_registers<T, P, kWideLanes>(plan, v, states, ld, arg, wts, count, omega, sums); \
+        else                                                                                                   \
+            complete_reduction_registers<T, P, kNarrowLanes<T>>(plan, v, states, ld, arg, wts, count, omega, sums); \
+        return true;
         FASTFM_REGISTER_CASE(1)
         FASTFM_REGISTER_CASE(2)
         FASTFM_REGISTER_CASE(3)
@@ -1483,15 +1557,15 @@ struct FusedChunk {
 // ω is formed).  The last, partial block runs with zero weights in the unused lanes
 // (exact zeros, as mixed_reduction_vectors).  Same per-factor arithmetic, except that −α is folded
 // into the ∂F/∂R coefficients and the selects pick finished terms (rounding only).
-template <typename T, int P, int DC>
+template <typename T, int P, int DC, int W>
 inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
                                      const int32_t* FASTFM_RESTRICT states, std::size_t ld,
                                      const FusedChunk<T>& chunk, T* FASTFM_RESTRICT sums) {
 #if defined(__GNUC__) && !defined(__clang__)
-    typedef T lanes __attribute__((vector_size(8 * sizeof(T))));
+    typedef typename LaneVector<T, W>::type lanes;
     typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type mask_int;
-    typedef mask_int mask_lanes __attribute__((vector_size(8 * sizeof(mask_int))));
-    typedef int32_t state_lanes __attribute__((vector_size(8 * sizeof(int32_t))));
+    typedef typename LaneVector<mask_int, W>::type mask_lanes;
+    typedef typename LaneVector<int32_t, W>::type state_lanes;
     constexpr int NC = DC > 0 ? DC : 1;
     T alpha[P], c0[P], c1[P], inv_n[P], w_same[P], w_other[P], off_numerator[P], d_same0[P], d_same1[P], d_other[P];
     int32_t row_state[P];
@@ -1518,9 +1592,9 @@ inline void complete_reduction_fused(const FMPlan<T>& plan, const int64_t* FASTF
     if (chunk.halve_first) scale[0] *= T(0.5);
     const std::size_t count = chunk.count;
     const T* FASTFM_RESTRICT w = chunk.w;
-    for (std::size_t j = 0; j < count; j += 8) {
-        const std::size_t m = count - j < 8 ? count - j : 8;
-        const bool full = m == 8;
+    for (std::size_t j = 0; j < count; j += W) {
+        const std::size_t m = count - j < W ? count - j : W;
+        const bool full = m == W;
         lanes running = zero, diff_sq[NC];  // running = W σ² Π_{q<p} F_q
         lanes r = zero;
         if (full) {
@@ -1611,7 +1685,12 @@ void complete_reduction_fused_any(const FMPlan<T>& plan, const int64_t* v, const
     const int key = static_cast<int>(plan.n_variables()) * 4 + static_cast<int>(plan.n_continuous);
     switch (key) {
 #define FASTFM_FUSED_CASE(P, DC) \
-    case P * 4 + DC: complete_reduction_fused<T, P, DC>(plan, v, states, ld, chunk, sums); return;
+    case P * 4 + DC:                                                                     \
+        if (plan.wide_vectors)                                                           \
+            complete_reduction_fused<T, P, DC, kWideLanes>(plan, v, states, ld, chunk, sums); \
+        else                                                                             \
+            complete_reduction_fused<T, P, DC, kNarrowLanes<T>>(plan, v, states, ld, chunk, sums); \
+        return;
 #define FASTFM_FUSED_CASES(P) \
     FASTFM_FUSED_CASE(P, 0) FASTFM_FUSED_CASE(P, 1) FASTFM_FUSED_CASE(P, 2) FASTFM_FUSED_CASE(P, 3)
         FASTFM_FUSED_CASES(1)
@@ -1694,17 +1773,12 @@ inline T rational_numerator(const VariablePlan<T>& var, int v, int w, T r) {
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
-// Blocks of U × kRationalTableStates columns with every factor at once: the running products Π Num_p
-// and the Den polynomials stay in registers, and the vector lanes pick each column's numerator
-// coefficients from the row's table with one permute per power of r.
-template <typename T>
-struct RationalLanes {
-    static constexpr int W = kRationalTableStates;
-    typedef T lanes __attribute__((vector_size(W * sizeof(T))));
-    typedef typename std::conditional<sizeof(T) == 8, int64_t, int32_t>::type index_int;
-    typedef index_int index_lanes __attribute__((vector_size(W * sizeof(index_int))));
-};
-
+// Blocks of U × W columns with every factor at once: the running products Π Num_p and the Den
+// polynomials stay in registers, and the vector lanes pick each column's numerator coefficients from
+// the row's table (kRationalTableStates wide) with one permute per power of r.  W = 8 lanes where
+// eight-lane vectors are registers (AVX-512, or float on AVX2); else 4: GCC keeps a vector type wider
+// than the widest register in memory and lowers every operation on it piece by piece through the
+// stack, which made these blocks 10-16× slower per pair on an AVX2-only CPU (wide_vector_permutes).
 // Column states as vector-lane integers of T's width (PointColumns::wide_states for double).
 template <typename T>
 inline const typename RationalLanes<T>::index_int* lane_states(const PointColumns<T>& cols, std::size_t p) {
@@ -1714,12 +1788,12 @@ inline const typename RationalLanes<T>::index_int* lane_states(const PointColumn
         return cols.variable_states(p);
 }
 
-template <typename T, int U>
+template <typename T, int U, int W>
 inline void rational_complete_block(const VariablePlan<T>& var, int v,
-                                    const typename RationalLanes<T>::index_int* FASTFM_RESTRICT states,
-                                    const typename RationalLanes<T>::lanes* r,
-                                    typename RationalLanes<T>::lanes* num) {
-    using L = RationalLanes<T>;
+                                    const typename RationalLanes<T, W>::index_int* FASTFM_RESTRICT states,
+                                    const typename RationalLanes<T, W>::lanes* r,
+                                    typename RationalLanes<T, W>::lanes* num) {
+    using L = RationalLanes<T, W>;
     const T intercept = var.rational_same_intercept, slope = var.rational_same_slope;
     const typename L::lanes off = var.rational_off_numerator - typename L::lanes{};
     const typename L::index_lanes row_state = static_cast<typename L::index_int>(v) - typename L::index_lanes{};
@@ -1732,38 +1806,37 @@ inline void rational_complete_block(const VariablePlan<T>& var, int v,
     }
 }
 
-template <typename T, int N, int U>
+template <typename T, int N, int U, int W>
 inline void rational_tridiagonal_block(const VariablePlan<T>& var, int v,
-                                       const typename RationalLanes<T>::index_int* FASTFM_RESTRICT states,
-                                       const typename RationalLanes<T>::lanes* r,
-                                       typename RationalLanes<T>::lanes* num) {
-    using L = RationalLanes<T>;
-    const T* FASTFM_RESTRICT table = var.rational_numerators.data() + static_cast<std::size_t>(v) * N * L::W;
-    typename L::lanes numerator[U], coefficients;
+                                       const typename RationalLanes<T, W>::index_int* FASTFM_RESTRICT states,
+                                       const typename RationalLanes<T, W>::lanes* r,
+                                       typename RationalLanes<T, W>::lanes* num) {
+    using L = RationalLanes<T, W>;
+    constexpr int S = kRationalTableStates;  // the table's row stride
+    const T* FASTFM_RESTRICT table = var.rational_numerators.data() + static_cast<std::size_t>(v) * N * S;
+    typename L::lanes numerator[U];
     typename L::index_lanes index[U];
-    std::memcpy(&coefficients, table + (N - 1) * L::W, sizeof coefficients);
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) {
         std::memcpy(&index[u], states + u * L::W, sizeof index[u]);
-        numerator[u] = __builtin_shuffle(coefficients, index[u]);
+        numerator[u] = table_lanes<T, W>(table + (N - 1) * S, index[u]);
     }
 #pragma GCC unroll 16
     for (int k = N - 2; k >= 0; --k) {
-        std::memcpy(&coefficients, table + k * L::W, sizeof coefficients);
 #pragma GCC unroll 4
-        for (int u = 0; u < U; ++u) numerator[u] = numerator[u] * r[u] + __builtin_shuffle(coefficients, index[u]);
+        for (int u = 0; u < U; ++u) numerator[u] = numerator[u] * r[u] + table_lanes<T, W>(table + k * S, index[u]);
     }
 #pragma GCC unroll 4
     for (int u = 0; u < U; ++u) num[u] *= numerator[u];
 }
 
 // Π Num_p into num and Π Den_p into den for the whole blocks of [0, count); returns the columns done.
-template <typename T>
+template <typename T, int W>
 inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
                                           const PointColumns<T>& cols, std::size_t js,
                                           const T* FASTFM_RESTRICT row_continuous, const T* FASTFM_RESTRICT arg,
                                           std::size_t count, T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
-    using L = RationalLanes<T>;
+    using L = RationalLanes<T, W>;
     // Four column vectors per block: independent chains for the FMA latency, and the arguments, running
     // products and one factor's temporaries still fit in the 32 vector registers.
     constexpr int U = 4;
@@ -1797,13 +1870,13 @@ inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* 
             const int state = static_cast<int>(v[p]);
             const typename L::index_int* states = lane_states(cols, p) + js + j;
             if (var.rational == FactorPath::complete) {
-                rational_complete_block<T, U>(var, state, states, r, n_acc);
+                rational_complete_block<T, U, W>(var, state, states, r, n_acc);
                 continue;
             }
             if (var.rational != FactorPath::tridiagonal) continue;
             switch (var.spectrum->n_states) {
 #define FASTFM_RATIONAL_BLOCK(N) \
-    case N: rational_tridiagonal_block<T, N, U>(var, state, states, r, n_acc); break;
+    case N: rational_tridiagonal_block<T, N, U, W>(var, state, states, r, n_acc); break;
                 FASTFM_RATIONAL_BLOCK(2)
                 FASTFM_RATIONAL_BLOCK(3)
                 FASTFM_RATIONAL_BLOCK(4)
@@ -1842,7 +1915,10 @@ inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FAST
     T* FASTFM_RESTRICT num = ws.numerator.data();
     T* FASTFM_RESTRICT den = ws.denominator.data();
 #if defined(__GNUC__) && !defined(__clang__)
-    std::size_t j = rational_factor_blocks(plan, v, cols, js, row_continuous, arg, count, num, den);
+    std::size_t j = plan.wide_vectors
+                        ? rational_factor_blocks<T, kWideLanes>(plan, v, cols, js, row_continuous, arg, count, num, den)
+                        : rational_factor_blocks<T, kNarrowLanes<T>>(plan, v, cols, js, row_continuous, arg, count, num,
+                                                                     den);
 #else
     std::size_t j = 0;
 #endif
