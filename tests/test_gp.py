@@ -76,18 +76,26 @@ def test_lml_gradient_matches_finite_differences(make_kernel, space):
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6 * np.max(np.abs(fd)))
 
 
+def _dense_lml_and_gradient(kernel, X, y, noise):
+    """GPML Eq. 2.30 and 5.9 written out with NumPy's inverse and the dense ∂K tensor."""
+    K, dK = kernel(X, eval_gradient=True)
+    C = K + noise * np.eye(len(y))
+    C_inv = np.linalg.inv(C)
+    a = C_inv @ y
+    lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(C)[1] - 0.5 * len(y) * np.log(2 * np.pi)
+    inner = np.outer(a, a) - C_inv
+    grad = 0.5 * np.einsum("ij,jik->k", inner, dK)
+    return lml, np.append(grad, 0.5 * noise * np.trace(inner))
+
+
 def test_lml_gradient_with_dense_tensor_reference():
     """Eq. 5.9 through the fused reduction equals the dense ½tr((ααᵀ − K⁻¹)∂K/∂θ)."""
     X, y = _data(MIXED, 20, seed=3)
     gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
     _, grad = gp.log_marginal_likelihood(eval_gradient=True)
-    K, dK = gp.kernel_(X, eval_gradient=True)
-    K_inv = np.linalg.inv(K + gp.noise_ * np.eye(len(y)))
-    a = K_inv @ gp.y_train_
-    inner = np.outer(a, a) - K_inv
-    dense = 0.5 * np.einsum("ij,jik->k", inner, dK)
-    np.testing.assert_allclose(grad[:-1], dense, rtol=1e-9, atol=1e-10)
-    assert grad[-1] == pytest.approx(0.5 * gp.noise_ * np.trace(inner), rel=1e-9)
+    _, dense = _dense_lml_and_gradient(gp.kernel_, X, gp.y_train_, gp.noise_)
+    np.testing.assert_allclose(grad[:-1], dense[:-1], rtol=1e-9, atol=1e-10)
+    assert grad[-1] == pytest.approx(dense[-1], rel=1e-9)
 
 
 def test_prior_enters_objective_and_gradient():
@@ -165,18 +173,6 @@ def test_cholesky_in_place_names_the_problem():
         gp_module._cholesky_in_place(-np.eye(3))
     with pytest.raises(NotPositiveDefiniteError, match="not positive definite even with jitter"):
         gp_module._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
-
-
-def _dense_lml_and_gradient(kernel, X, y, noise):
-    """GPML Eq. 2.30 and 5.9 written out with NumPy's inverse and the dense ∂K tensor."""
-    K, dK = kernel(X, eval_gradient=True)
-    C = K + noise * np.eye(len(y))
-    C_inv = np.linalg.inv(C)
-    a = C_inv @ y
-    lml = -0.5 * y @ a - 0.5 * np.linalg.slogdet(C)[1] - 0.5 * len(y) * np.log(2 * np.pi)
-    inner = np.outer(a, a) - C_inv
-    grad = 0.5 * np.einsum("ij,jik->k", inner, dK)
-    return lml, np.append(grad, 0.5 * noise * np.trace(inner))
 
 
 @pytest.mark.parametrize("name", ["modlap", "addlap", "prodlap"])
