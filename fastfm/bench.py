@@ -424,6 +424,8 @@ def main(argv=None):
                             help="PCG iterations before giving up (default: gp_large.DEFAULT_CG_OPTIONS)")
     regression.add_argument("--cg-block-size", type=int, default=None,
                             help="PITC block size of the preconditioner, 1 = FITC diagonal (default: DEFAULT_CG_OPTIONS)")
+    regression.add_argument("--cg-precision", choices=("auto", "double", "mixed"), default=None,
+                            help="kernel values inside PCG's products (default: gp_large.DEFAULT_CG_OPTIONS)")
     regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
     regression.add_argument("--subset-study", type=int, default=None, metavar="N",
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
@@ -474,7 +476,8 @@ def main(argv=None):
                                      cg_options={key: value for key, value in (("tol", args.cg_tol),
                                                                                ("rank", args.cg_rank),
                                                                                ("max_iter", args.cg_max_iter),
-                                                                               ("block_size", args.cg_block_size))
+                                                                               ("block_size", args.cg_block_size),
+                                                                               ("precision", args.cg_precision))
                                                  if value is not None} or None,
                                      fixed_noise=args.fixed_noise, fit_each=args.fit_each)
         return 0

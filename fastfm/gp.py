@@ -422,7 +422,11 @@ class GaussianProcessRegressor:
         float64 arrays, 3.2 GB at N = 50,000), n_probes, block_size
         (the PITC block size of the preconditioner, 1 for the FITC diagonal;
         default None = ``gp_large.default_block_size(N)``, 4,000 up to
-        N = 50,000: two N × 4,000 float64 arrays, 1.6 GB each at N = 50,000).
+        N = 50,000: two N × 4,000 float64 arrays, 1.6 GB each at N = 50,000),
+        precision ("auto", "double" or "mixed": single-precision kernel values
+        inside PCG's products, certified by a double-precision residual;
+        "auto" takes "mixed" for tol ≥ 1e-4 on the cpp backend).  The solve's
+        iterations are in ``cg_info_``.
     hyperparameter_subset : int, None or "auto", default "auto"
         Large-N hyperparameter strategy.  An int m < N: the L-BFGS-B starts
         (the kernel's θ plus ``n_restarts`` random ones) maximise the exact
@@ -1272,8 +1276,9 @@ class GaussianProcessRegressor:
         self.hyperparameter_subset_ = self._points_fitted_on(n, subset)
         self.cg_info_ = info
         self._preconditioner = preconditioner
-        _LOGGER.info("fastfm GP fit: N=%d, solver=cg (max_exact_n=%d; %d PCG iterations, residual %.2g, "
-                     "preconditioner rank %d)", n, max_exact_n, info.n_iter, float(np.max(info.residuals)),
+        _LOGGER.info("fastfm GP fit: N=%d, solver=cg (max_exact_n=%d; %d PCG iterations, %d of them with "
+                     "single-precision kernel values; residual %.2g in double; preconditioner rank %d)", n,
+                     max_exact_n, info.n_iter, info.n_single_precision_iter, float(np.max(info.residuals)),
                      preconditioner.rank)
         return self
 

@@ -17,6 +17,13 @@ Nothing here stores an N×N matrix.  The pieces:
 * :func:`pcg` — preconditioned conjugate gradients on several right-hand
   sides at once (one batched matvec per iteration), each column with its own
   step sizes and its own convergence test.
+* Mixed precision (``cg_options["precision"]``, "auto" by default): PCG's
+  products use single-precision kernel values (``fm_gram_matvec_single``,
+  C++ ``csrc/include/fastfm/matvec_single.hpp``; sums, preconditioner and
+  recurrences stay double), then the solution's residual is recomputed in
+  double and double-precision iterations continue from it if it misses tol:
+  the solve is certified to ``tol`` in double, as LAPACK's dsposv certifies
+  its single-precision factorisation by iterative refinement.
 * :func:`stochastic_lml_gradient` — ∂ log p/∂θ (GPML Eq. 5.9) with the trace
   tr(K⁻¹ ∂K/∂θ_j) replaced by Hutchinson's estimator
   (1/S) Σ_s (K⁻¹z_s)ᵀ (∂K/∂θ_j) z_s over Rademacher probes z_s, the K⁻¹z_s
@@ -40,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
-from ._backends import backend_function
+from ._backends import backend_function, gpu_module_for
 from .exceptions import InvalidConfigError, NumericalError
 
 __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholeskyPreconditioner", "pcg", "CGInfo",
@@ -63,7 +70,20 @@ __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholesky
 #        of 1,000 took 35-50 % fewer PCG iterations than the diagonal at N = 5k-20k; blocks of 4,000
 #        fewer again at the fitted θ of the regression set: N = 20,000, 45 -> 32 iterations, fit
 #        42.3 -> 35.6 s; N = 50,000, 88 -> 61 iterations, fit 392 -> 323 s (BENCHMARKS.md).
-DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "n_probes": 16, "block_size": None}
+#   precision: the kernel values inside PCG's products K·V.  "double"; "mixed": single-precision kernel
+#        values, everything else (the products' sums, the preconditioner, the recurrences) in double, and the
+#        solve certified by a double-precision residual, from which double-precision iterations continue if it
+#        misses tol; "auto": "mixed" where tol ≥ 1e-4 and the CPU backend has single-precision products for
+#        the kernel (FM kernels with rational factor forms), else "double".  A kernel value's few float ulps
+#        move the residual by ~1e-5 of ‖b‖, far below 1e-2; the products are 2.9× faster on AVX2
+#        (BENCHMARKS.md, "Single-precision K·V inside PCG").
+DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "n_probes": 16, "block_size": None,
+                      "precision": "auto"}
+_PRECISIONS = ("auto", "double", "mixed")
+# "auto" takes single-precision products only for tolerances at least this large: the products' relative
+# error (~1e-7 per kernel value, ~1e-5 of ‖b‖ in the residual at the regression set's fitted θ) stays
+# two orders below it.
+_MIXED_PRECISION_MIN_TOL = 1e-4
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -132,6 +152,11 @@ def check_cg_options(cg_options):
                                      f"cg_options[{key!r}]", value)
         if key == "tol":
             ok = isinstance(value, (int, float)) and 0 < value < 1
+        elif key == "precision":
+            if not (isinstance(value, str) and value in _PRECISIONS):
+                raise InvalidConfigError(f"cg_options['precision'] must be one of {list(_PRECISIONS)}, got "
+                                         f"{value!r}", "cg_options['precision']", value)
+            ok = True
         elif key in ("rank", "block_size") and value is None:
             ok = True
         else:
@@ -176,6 +201,27 @@ def kernel_matvec(kernel, X, V, Y=None):
     else:
         out = _blocked_matvec(kernel, X, V2, Y)
     return out[:, 0] if vector else out
+
+
+def _single_precision_product(kernel, X):
+    """V ↦ K(X, X) V with single-precision kernel values and double sums, the points packed once; None where
+    the backend has no such product for this kernel at its hyperparameters, or would run the double product
+    on a GPU."""
+    scaled = getattr(kernel, "_scaled", None)
+    if scaled is None or not hasattr(kernel, "_args"):
+        return None
+    backend = kernel._backend_module()
+    function = getattr(backend, "fm_gram_matvec_single", None)
+    if function is None:
+        return None
+    C, D = scaled(kernel._check_X(X))
+    args = kernel._args()
+    if gpu_module_for(backend, "fm_gram_matvec", (C, D, None, None, None, *args)) is not None:
+        return None
+    # the single-precision form depends on the hyperparameters only: one point tells
+    if function(C[:1], D[:1], None, None, np.zeros((1, 1)), *args) is None:
+        return None
+    return lambda V: function(C, D, None, None, np.ascontiguousarray(V, dtype=np.float64), *args)
 
 
 def _blocked_matvec(kernel, X, V, Y):
@@ -444,6 +490,8 @@ class CGInfo:
     residuals: np.ndarray
     converged: bool
     n_matvecs: int
+    # of n_iter, the iterations with single-precision kernel values (cg_options["precision"])
+    n_single_precision_iter: int = 0
 
 
 def pcg(apply_A, B, apply_M_inv, tol, max_iter, X0=None):
@@ -535,13 +583,42 @@ def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
     def apply_A(V):
         return kernel_matvec(kernel, X, V) + noise * V
 
-    solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
+    apply_single = _mixed_precision_operator(kernel, X, noise, options)
+    if apply_single is None:
+        solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
+    else:
+        solution, single = pcg(apply_single, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
+        # The certificate: pcg from the single-precision solution computes the residual in double and
+        # iterates in double only if it misses tol (0 iterations in the measured runs).
+        solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"],
+                             max(0, options["max_iter"] - single.n_iter), X0=solution)
+        info = CGInfo(n_iter=single.n_iter + info.n_iter, residuals=info.residuals, converged=info.converged,
+                      n_matvecs=single.n_matvecs + info.n_matvecs, n_single_precision_iter=single.n_iter)
     if not info.converged:
         raise NumericalError(
             f"PCG did not converge in max_iter={options['max_iter']} iterations (N={X.shape[0]}, "
             f"worst relative residual {float(np.max(info.residuals)):.3g} > tol={options['tol']:g}); raise "
             "cg_options['max_iter'] or cg_options['rank'], or the noise lower bound")
     return solution, info, preconditioner
+
+
+def _mixed_precision_operator(kernel, X, noise, options):
+    """V ↦ (K + noise·I) V with single-precision kernel values, where ``options["precision"]`` asks for it
+    ("mixed", or "auto" with tol ≥ 1e-4) and the backend has it; else None (double precision)."""
+    precision = options.get("precision", "auto")
+    if precision == "double" or (precision == "auto" and options["tol"] < _MIXED_PRECISION_MIN_TOL):
+        return None
+    product = _single_precision_product(kernel, X)
+    if product is None:
+        if precision == "mixed":
+            _LOGGER.info("cg_options['precision'] = 'mixed': no single-precision product for this kernel and "
+                         "backend; PCG runs in double")
+        return None
+
+    def apply_single(V):
+        return product(V) + noise * V
+
+    return apply_single
 
 
 def dtc_variance(kernel, X_train, preconditioner, X, noise):

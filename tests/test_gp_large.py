@@ -79,6 +79,152 @@ def test_kernel_matvec_generic_fallback_matches_dense():
     np.testing.assert_allclose(gp_large.kernel_matvec(kernel, X, V), kernel(X) @ V, rtol=1e-12, atol=1e-12)
 
 
+# ---------------------------------------------- single-precision K·V (csrc/include/fastfm/matvec_single.hpp)
+# Spaces whose every factor has the rational form the single-precision product needs: complete graphs and
+# paths of 2..8 states (2..4 of them with continuous inputs, one without).
+RATIONAL_SPACES = {
+    "rational_mixed": ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", -1.0, 1.0), ff.Real("z", 0.0, 2.0)]
+                               + [ff.Categorical(f"c{n}", list(range(n))) for n in (2, 3, 4, 7)]
+                               + [ff.Ordinal(f"o{n}", list(range(n))) for n in range(2, 9)]),
+    "rational_discrete": ff.Space([ff.Categorical("c", list("abcde")), ff.Integer("i", 0, 4),
+                                   ff.Ordinal("o", list(range(6)))]),
+    "regression": regression_space(),
+}
+
+
+def _single_inputs(space, n, seed, spread=1.0):
+    C, D = _inputs(space, n, seed=seed)
+    return np.ascontiguousarray(C * spread), D
+
+
+@pytest.mark.parametrize("space_name", sorted(RATIONAL_SPACES))
+@pytest.mark.parametrize("symmetric", [True, False], ids=["symmetric", "cross"])
+def test_single_precision_matvec_matches_numpy_reference(cpp, space_name, symmetric):  # noqa: F811
+    space = RATIONAL_SPACES[space_name]
+    # 301 rows: row tiles, column chunks, vector blocks and a ragged last block
+    C1, D1 = _single_inputs(space, 301, seed=1)
+    C2, D2 = (None, None) if symmetric else _single_inputs(space, 173, seed=2)
+    hyper = _hyper(space, 3, MODULATIONS["modlap"], alpha_range=(0.05, 50.0), beta_range=(0.05, 100.0))
+    V = np.random.default_rng(4).standard_normal((301 if symmetric else 173, 3))
+    reference = numpy_backend.fm_gram_matvec(C1, D1, C2, D2, V, *hyper)
+    scale = np.abs(numpy_backend.fm_gram(C1, D1, C2, D2, *hyper)) @ np.abs(V)
+    single = cpp.fm_gram_matvec_single(C1, D1, C2, D2, V, *hyper)
+    assert single is not None and single.shape == reference.shape and single.dtype == np.float64
+    error = np.abs(single - reference)
+    assert np.all(error <= 1e-5 * scale), float(np.max(error / scale))
+    assert np.max(error / scale) > 1e-12     # it did run in single precision (the double path agrees to 1e-15)
+
+
+def test_single_precision_matvec_computes_distant_pairs_in_double(cpp):  # noqa: F811
+    # every row point is far from every column point at a large α: each column chunk holds some D̃_p beyond
+    # the single-precision range, so every chunk is computed by the double path, as fm_gram_matvec does
+    space = RATIONAL_SPACES["rational_mixed"]
+    C1, D1 = _single_inputs(space, 150, seed=5, spread=1e5)
+    C2, D2 = _single_inputs(space, 140, seed=6, spread=1e5)
+    hyper = _hyper(space, 6, MODULATIONS["modlap"], alpha_range=(40.0, 50.0))
+    V = np.random.default_rng(7).standard_normal((140, 2))
+    single = cpp.fm_gram_matvec_single(C1, D1, C2, D2, V, *hyper)
+    np.testing.assert_array_equal(single, cpp.fm_gram_matvec(C1, D1, C2, D2, V, *hyper))
+
+
+def _scaled_denominators(spectra, alphas, betas, C1, C2):
+    """D̃_p(r_ab) = Den_p(r)/Den_p(0) = Π_g (1 + α_p r / (1 + β_p μ_g)) per pair and factor, shape (P, N, M)."""
+    r = np.sum((C1[:, None, :] - C2[None, :, :]) ** 2, axis=-1)
+    out = []
+    for p in range(len(alphas)):
+        mu = spectra.group_values[spectra.group_offsets[p]:spectra.group_offsets[p + 1]]
+        out.append(np.prod(1.0 + alphas[p] * r[..., None] / (1.0 + betas[p] * mu), axis=-1))
+    return np.array(out)
+
+
+def test_single_precision_matvec_divides_in_pairs_where_the_product_of_denominators_is_too_large(cpp):  # noqa: F811
+    # Mid-range pairs: Π_p D̃_p beyond what one float division per block may hold (≈3e35), every D̃_p well
+    # inside the pairwise bound (≈2e16): those chunks are divided pair by pair, still in single precision.
+    space = RATIONAL_SPACES["rational_mixed"]
+    C1, D1 = _single_inputs(space, 200, seed=8, spread=2.0)
+    C2, D2 = _single_inputs(space, 150, seed=9, spread=2.0)
+    hyper = _hyper(space, 10, MODULATIONS["modlap"], alpha_range=(1.0, 3.0), beta_range=(0.5, 2.0))
+    den = _scaled_denominators(hyper[0], hyper[1], hyper[2], C1, C2)
+    assert np.mean(np.prod(den, axis=0) > 1e36) > 0.5 and np.max(den) < 1e15     # the regime described above
+    V = np.random.default_rng(11).standard_normal((150, 2))
+    reference = numpy_backend.fm_gram_matvec(C1, D1, C2, D2, V, *hyper)
+    scale = np.abs(numpy_backend.fm_gram(C1, D1, C2, D2, *hyper)) @ np.abs(V)
+    single = cpp.fm_gram_matvec_single(C1, D1, C2, D2, V, *hyper)
+    error = np.abs(single - reference)
+    assert np.all(error <= 1e-5 * scale), float(np.max(error / scale))
+    assert np.max(error / scale) > 1e-12     # not the double path
+
+
+@pytest.mark.parametrize("space_name, modulation_name", [
+    ("rational_mixed", "diffusion"),        # not the single-term Laplace family
+    ("rational_mixed", "single_term_t1"),   # r = d, not the squared distance
+    ("rational_mixed", "family_t1.3"),
+    ("normalized", "modlap"),               # a cycle graph: no rational form
+    ("long_paths", "modlap"),               # paths of 12 and 21 states: tables wider than 8
+])
+def test_single_precision_matvec_is_none_without_a_rational_form(cpp, space_name, modulation_name):  # noqa: F811
+    space = {**RATIONAL_SPACES, **ALL_SPACES}[space_name]
+    C, D = _inputs(space, 20, seed=0)
+    hyper = _hyper(space, 0, MODULATIONS[modulation_name])
+    assert cpp.fm_gram_matvec_single(C, D, None, None, np.ones((20, 1)), *hyper) is None
+
+
+def test_single_precision_matvec_restores_the_floating_point_mode(cpp):  # noqa: F811
+    # the tile flushes float denormals to zero on its threads (FlushDenormals) and must restore the mode
+    space = RATIONAL_SPACES["rational_mixed"]
+    C, D = _inputs(space, 200, seed=0)
+    hyper = _hyper(space, 0, MODULATIONS["modlap"])
+    assert cpp.fm_gram_matvec_single(C, D, None, None, np.ones((200, 1)), *hyper) is not None
+    tiny = np.float32(1e-38) / np.float32(16.0)    # a float32 denormal
+    assert tiny > 0 and tiny * np.float32(2.0) > 0
+    assert np.nextafter(0.0, 1.0) * 4 > 0          # double denormals too
+
+
+def _solve(kernel, X, y, noise, **options):
+    return gp_large.solve_system(kernel, X, noise, y[:, None], gp_large.check_cg_options(options))
+
+
+def test_mixed_precision_pcg_agrees_with_double_and_is_certified_in_double():
+    space, _, X, y, _, _ = _problem(600)
+    kernel = ff.kernels.ModLap(space, lengthscale=3.0, alpha=0.1, beta=20.0)   # smooth: ill-conditioned
+    noise = 1e-3
+    exact = np.linalg.solve(kernel(X) + noise * np.eye(len(y)), y)
+    # a weak preconditioner (rank 30, FITC diagonal): tens of iterations
+    double, double_info, _ = _solve(kernel, X, y, noise, tol=1e-3, precision="double", rank=30, block_size=1)
+    mixed, mixed_info, _ = _solve(kernel, X, y, noise, tol=1e-3, precision="mixed", rank=30, block_size=1)
+    assert double_info.n_single_precision_iter == 0
+    assert mixed_info.n_single_precision_iter == mixed_info.n_iter >= 10
+    assert mixed_info.converged and mixed_info.residuals[0] <= 1e-3
+    # the reported residual is the double-precision one
+    residual = np.linalg.norm(y - (kernel(X) @ mixed[:, 0] + noise * mixed[:, 0])) / np.linalg.norm(y)
+    np.testing.assert_allclose(mixed_info.residuals[0], residual, rtol=1e-6)
+    assert abs(mixed_info.n_iter - double_info.n_iter) <= 1
+    for solution in (double, mixed):
+        assert np.linalg.norm(solution[:, 0] - exact) <= 0.05 * np.linalg.norm(exact)
+
+
+def test_auto_precision_follows_the_tolerance_and_the_backend():
+    _, kernel, X, y, _, _ = _problem(300)
+    assert _solve(kernel, X, y, 1e-2, tol=1e-2)[1].n_single_precision_iter > 0
+    assert _solve(kernel, X, y, 1e-2, tol=1e-6)[1].n_single_precision_iter == 0     # below 1e-4: double
+    numpy_kernel = ff.kernels.ModLap(kernel.space, lengthscale=0.6, alpha=0.5, beta=0.5, backend="numpy")
+    assert _solve(numpy_kernel, X, y, 1e-2, tol=1e-2, precision="mixed")[1].n_single_precision_iter == 0
+
+
+def test_mixed_precision_continues_in_double_where_the_single_solve_misses_tol(monkeypatch):
+    # a single-precision product 3 % off: PCG converges to the wrong system, the double residual misses
+    # tol, and double iterations must take the solve the rest of the way
+    _, kernel, X, y, _, _ = _problem(300)
+    noise = 1e-2
+    monkeypatch.setattr(gp_large, "_single_precision_product",
+                        lambda kernel, X: (lambda V: 1.03 * gp_large.kernel_matvec(kernel, X, V)))
+    solution, info, _ = _solve(kernel, X, y, noise, tol=1e-4, precision="mixed")
+    assert info.converged and info.residuals[0] <= 1e-4
+    assert info.n_iter > info.n_single_precision_iter > 0
+    exact = np.linalg.solve(kernel(X) + noise * np.eye(len(y)), y)
+    assert np.linalg.norm(solution[:, 0] - exact) <= 1e-2 * np.linalg.norm(exact)
+
+
 # ---------------------------------------------------------------- PCG and preconditioner
 def _problem(n, seed=0):
     space, X, y, X_test, y_test = make_mixed_regression(n, 120, seed=seed)
@@ -404,6 +550,8 @@ def test_exact_only_methods_raise_after_a_cg_fit():
     ({"cg_options": {"tol": 2.0}}, "cg_options['tol']"),
     ({"cg_options": {"rank": -1}}, "cg_options['rank']"),
     ({"cg_options": {"subset": 100}}, "cg_options['subset']"),
+    ({"cg_options": {"precision": "half"}}, "cg_options['precision']"),
+    ({"cg_options": {"precision": 32}}, "cg_options['precision']"),
     ({"hyperparameter_subset": 0}, "hyperparameter_subset"),
     ({"hyperparameter_subset": 2.5}, "hyperparameter_subset"),
     ({"hyperparameter_subset": True}, "hyperparameter_subset"),

@@ -76,19 +76,30 @@ class GPLikelihood:
 
 
 class KernelMatvec:
-    """K V for the symmetric N×N ModLap Gram, V of 1 or 17 columns (y plus 16 probes)."""
+    """K V for the symmetric N×N ModLap Gram, V of 1 or 17 columns (y plus 16 probes), with double or
+    single-precision kernel values (PCG's ``cg_options["precision"]``; the sums are double either way).
+    The single-precision product exists on the cpp backend only: elsewhere it is skipped."""
 
-    params = (BACKENDS, [2000, 10000], [1, 17])
-    param_names = ["backend", "N", "n_vectors"]
+    params = (BACKENDS, [2000, 10000], [1, 17], ["double", "single"])
+    param_names = ["backend", "N", "n_vectors", "kernel values"]
     timeout = 300
 
-    def setup(self, backend, n, r):
-        self.kernel, self.X, _, _ = _setup(backend, n)
+    def setup(self, backend, n, r, precision):
         import numpy as np
-        self.V = np.random.default_rng(0).standard_normal((n, r))
 
-    def time_matvec(self, backend, n, r):
-        kernel_matvec(self.kernel, self.X, self.V)
+        from fastfm.gp_large import _single_precision_product
+        self.kernel, self.X, _, _ = _setup(backend, n)
+        self.V = np.random.default_rng(0).standard_normal((n, r))
+        if precision == "single":
+            product = _single_precision_product(self.kernel, self.X)
+            if product is None:
+                raise NotImplementedError(f"backend {backend!r} has no single-precision product")
+            self.product = product
+        else:
+            self.product = lambda V: kernel_matvec(self.kernel, self.X, V)
+
+    def time_matvec(self, backend, n, r, precision):
+        self.product(self.V)
 
 
 class PreconditionerSetup:

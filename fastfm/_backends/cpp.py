@@ -174,6 +174,15 @@ def fm_gram_matvec(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulati
     return _cpp.fm_gram_matvec(C1, D1, C2, D2, V, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))
 
 
+def fm_gram_matvec_single(C1, D1, C2, D2, V, spectra, alphas, betas, variance, modulation):
+    """fm_gram_matvec with the kernel values in single precision and the products in double
+    (csrc/include/fastfm/matvec_single.hpp), or None where these hyperparameters have no single-precision
+    form (then use fm_gram_matvec)."""
+    n_pairs = len(D1) * (len(D1) + 1) // 2 if D2 is None else len(D1) * len(D2)
+    return _cpp.fm_gram_matvec_single(C1, D1, C2, D2, V, *_hyper(spectra, alphas, betas, variance, modulation,
+                                                                  n_pairs))
+
+
 def fm_grad_reduction_low_rank(C, D, U, Z, spectra, alphas, betas, variance, modulation):
     """Σ_ab (U Zᵀ)_ab ∂K_ab/∂ψ, the weights formed chunk by chunk (never N×N)."""
     return _cpp.fm_grad_reduction_low_rank(C, D, U, Z, *_hyper(spectra, alphas, betas, variance, modulation,

@@ -143,7 +143,8 @@ def _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, c
             _, mean_time = _timed(lambda: gp.predict(X_test))
             (mean, std), std_time = _timed(lambda: gp.predict(X_test, return_std=True))
             var = std ** 2 + gp.noise_ * gp.y_std_ ** 2
-            extra = [f"{gp.cg_info_.n_iter} it, rank {gp._preconditioner.rank}"] if gp.solver_ == "cg" else []
+            extra = [f"{gp.cg_info_.n_iter} it ({gp.cg_info_.n_single_precision_iter} mixed), rank "
+                     f"{gp._preconditioner.rank}"] if gp.solver_ == "cg" else []
             if fit_each:
                 refined = gp.solver_ == "cholesky" and gp.hyperparameter_subset_ < n
                 extra.append(f"θ: ML on {gp.hyperparameter_subset_} points{', refined on all' if refined else ''}")
