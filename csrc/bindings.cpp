@@ -206,10 +206,23 @@ Hyper check_hyper(const Tables& tables, const py::object& alphas, const py::obje
                  make_modulation(kind, coefficients, exponent), checked_variance(variance)};
 }
 
+// The vector kernels' lane count, for tests: 0 = the CPU's (FMPlan::wide_vectors), 1 = eight doubles /
+// sixteen floats, -1 = four doubles / eight floats.  Both instantiations are compiled into every ISA
+// clone and give the same values on any x86-64 CPU (the wide one slower where its vectors are not
+// registers), so a machine without AVX-512 can test the code AVX-512 machines run, and the converse.
+int g_vector_lanes_override = 0;
+
 // rational_forms: the call evaluates kernel values through kernel_row_chunk (Gram, K·V), which uses
 // the rational factor forms (FMPlan::prepare_rational); the other paths skip their tables.
+fastfm::FMPlan<double> with_lanes(fastfm::FMPlan<double> plan) {
+    if (g_vector_lanes_override != 0) plan.wide_vectors = g_vector_lanes_override > 0;
+    return plan;
+}
+
 fastfm::FMPlan<double> make_plan(const Hyper& h, std::size_t n_continuous, bool rational_forms = false) {
-    fastfm::FMPlan<double> plan(h.tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, n_continuous);
+    fastfm::FMPlan<double> plan =
+        with_lanes(fastfm::FMPlan<double>(h.tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
+                                          n_continuous));
     if (rational_forms) plan.prepare_rational();
     return plan;
 }
@@ -335,8 +348,8 @@ py::tuple symmetric_reduction(const DoubleArray& C, const IndexArray& D, const T
     {
         py::gil_scoped_release release;
         // The continuant (tridiagonal) path gives F only; the reduction needs ∂F too.
-        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
-                                          static_cast<std::size_t>(Dc), false);
+        const fastfm::FMPlan<double> plan = with_lanes(fastfm::FMPlan<double>(
+            tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, static_cast<std::size_t>(Dc), false));
         const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), static_cast<std::size_t>(N),
                                                                    static_cast<std::size_t>(Dc), tables.n_variables());
         fastfm::ReductionProblem<double> pb;
@@ -385,7 +398,8 @@ py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& 
     std::vector<double> sums;
     {
         py::gil_scoped_release release;
-        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, 0, false);
+        const fastfm::FMPlan<double> plan = with_lanes(
+            fastfm::FMPlan<double>(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, 0, false));
         const auto cols = fastfm::PointColumns<double>::from_rows(nullptr, D.data(), static_cast<std::size_t>(N), 0,
                                                                    tables.n_variables());
         fastfm::ReductionProblem<double> pb;
@@ -461,8 +475,8 @@ py::tuple fm_cross_gradient(const py::object& C1_obj, const py::object& D1_obj, 
     py::array_t<double> dK({M, N, Dc});
     {
         py::gil_scoped_release release;
-        const fastfm::FMPlan<double> plan(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
-                                          static_cast<std::size_t>(Dc), false);
+        const fastfm::FMPlan<double> plan = with_lanes(fastfm::FMPlan<double>(
+            tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, static_cast<std::size_t>(Dc), false));
         const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(N),
                                                                    static_cast<std::size_t>(Dc), tables.n_variables());
         fastfm::CrossGradientProblem<double> pb;
@@ -833,6 +847,21 @@ PYBIND11_MODULE(_cpp, m) {
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
           "(K (M, N), dK (M, N, Dc)) with dK[m, n, d] = ∂K[m, n]/∂C1[m, d].");
 
+    m.def(
+        "_override_vector_lanes",
+        [](const std::string& lanes) {
+            if (lanes == "cpu")
+                g_vector_lanes_override = 0;
+            else if (lanes == "wide")
+                g_vector_lanes_override = 1;
+            else if (lanes == "narrow")
+                g_vector_lanes_override = -1;
+            else
+                throw py::value_error("lanes must be 'cpu', 'wide' or 'narrow', got '" + lanes + "'");
+        },
+        py::arg("lanes"),
+        "Tests only: run the vector kernels with 'wide' (8 doubles / 16 floats) or 'narrow' lanes, or the "
+        "CPU's ('cpu'); the values are the same, the speed is not.");
     m.def(
         "build_info",
         [] {

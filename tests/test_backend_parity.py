@@ -763,3 +763,33 @@ def test_hierarchical_kernel_uses_the_cpp_backend(cpp, monkeypatch):
     np.testing.assert_allclose(kernel(X), ff.kernels.Hierarchical(space, backend="numpy")(X), rtol=1e-12)
     kernel.gradient_reduction(X, W)
     assert calls == ["hier_gram", "hier_grad_reduction"]
+
+
+# ------------------------------------------------------ both vector lane counts
+@pytest.fixture(params=["narrow", "wide"])
+def forced_lanes(request, cpp):
+    """The vector kernels with four-lane (AVX2) or eight-lane (AVX-512) vectors whatever the CPU, so that one
+    machine tests the code both kinds run (the values are the same; only the speed differs)."""
+    from fastfm import _cpp
+    _cpp._override_vector_lanes(request.param)
+    yield request.param
+    _cpp._override_vector_lanes("cpu")
+
+
+@pytest.mark.parametrize("space_name", ["func3c_like", "nominal_only", "many_mixed", "regression"])
+def test_vector_kernels_match_the_reference_with_either_lane_count(cpp, forced_lanes, space_name):
+    from fastfm.benchmarks.regression import regression_space
+    space = regression_space() if space_name == "regression" else ALL_SPACES[space_name]
+    C, D = _inputs(space, 203, seed=30)
+    args = _hyper(space, 31, MODULATIONS["modlap"])
+    K = numpy_backend.fm_gram(C, D, None, None, *args)
+    assert_close(cpp.fm_gram(C, D, None, None, *args), K, err_msg=f"Gram, {forced_lanes} lanes")
+    V = np.random.default_rng(32).standard_normal((203, 2))
+    assert_close(cpp.fm_gram_matvec(C, D, None, None, V, *args), K @ V, scale=np.abs(K) @ np.abs(V),
+                 err_msg=f"K·V, {forced_lanes} lanes")
+    W = np.random.default_rng(33).standard_normal((203, 203))
+    expected = numpy_backend.fm_grad_reduction(C, D, W, *args)
+    actual = cpp.fm_grad_reduction(C, D, W, *args)
+    assert_close(np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]),
+                 np.concatenate([expected[0], expected[1], expected[2], [expected[3]]]),
+                 scale=_reduction_scales(C, D, W, args), err_msg=f"reduction, {forced_lanes} lanes")

@@ -97,9 +97,18 @@ def _single_inputs(space, n, seed, spread=1.0):
     return np.ascontiguousarray(C * spread), D
 
 
+@pytest.fixture(params=["narrow", "wide"])
+def lanes(request, cpp):  # noqa: F811
+    """Eight float lanes (AVX2) or sixteen (AVX-512) whatever the CPU: one machine tests both instantiations."""
+    from fastfm import _cpp
+    _cpp._override_vector_lanes(request.param)
+    yield request.param
+    _cpp._override_vector_lanes("cpu")
+
+
 @pytest.mark.parametrize("space_name", sorted(RATIONAL_SPACES))
 @pytest.mark.parametrize("symmetric", [True, False], ids=["symmetric", "cross"])
-def test_single_precision_matvec_matches_numpy_reference(cpp, space_name, symmetric):  # noqa: F811
+def test_single_precision_matvec_matches_numpy_reference(cpp, lanes, space_name, symmetric):  # noqa: F811
     space = RATIONAL_SPACES[space_name]
     # 301 rows: row tiles, column chunks, vector blocks and a ragged last block
     C1, D1 = _single_inputs(space, 301, seed=1)
@@ -115,7 +124,7 @@ def test_single_precision_matvec_matches_numpy_reference(cpp, space_name, symmet
     assert np.max(error / scale) > 1e-12     # it did run in single precision (the double path agrees to 1e-15)
 
 
-def test_single_precision_matvec_computes_distant_pairs_in_double(cpp):  # noqa: F811
+def test_single_precision_matvec_computes_distant_pairs_in_double(cpp, lanes):  # noqa: F811
     # every row point is far from every column point at a large α: each column chunk holds some D̃_p beyond
     # the single-precision range, so every chunk is computed by the double path, as fm_gram_matvec does
     space = RATIONAL_SPACES["rational_mixed"]
@@ -137,7 +146,7 @@ def _scaled_denominators(spectra, alphas, betas, C1, C2):
     return np.array(out)
 
 
-def test_single_precision_matvec_divides_in_pairs_where_the_product_of_denominators_is_too_large(cpp):  # noqa: F811
+def test_single_precision_matvec_divides_factor_pairs_for_mid_range_pairs(cpp, lanes):  # noqa: F811
     # Mid-range pairs: Π_p D̃_p beyond what one float division per block may hold (≈3e35), every D̃_p well
     # inside the pairwise bound (≈2e16): those chunks are divided pair by pair, still in single precision.
     space = RATIONAL_SPACES["rational_mixed"]
