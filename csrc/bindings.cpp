@@ -690,12 +690,14 @@ FASTFM_HOT void single_matvec_tile_f32(const fastfm::SingleMatvecProblem<float>&
 
 namespace {
 
-// K(X1, X2) V.  single: kernel values in single precision (matvec_single.hpp); None where the
-// hyperparameters have no single-precision form (SinglePlan::from), so that the caller uses double.
+// K(X1, X2) V (fm_gram_matvec).  Single: kernel values in single precision (matvec_single.hpp,
+// fm_gram_matvec_single); None where the hyperparameters have no single-precision form (SinglePlan::from),
+// so that the caller uses double.
+template <bool Single>
 py::object gram_matvec(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
                        const py::object& D2_obj, const py::object& V_obj, const Tables& tables,
                        const py::object& alphas, const py::object& betas, double variance, int kind,
-                       const py::object& coefficients, double exponent, int num_threads, bool single) {
+                       const py::object& coefficients, double exponent, int num_threads) {
     const PointPair pts = point_pair(C1_obj, D1_obj, C2_obj, D2_obj, tables);
     const bool symmetric = pts.symmetric;
     const DoubleArray &C1 = pts.C1, &C2 = pts.C2;
@@ -726,7 +728,7 @@ py::object gram_matvec(const py::object& C1_obj, const py::object& D1_obj, const
         pb.Vt = Vt.data();
         pb.rank = static_cast<std::size_t>(r);
         fastfm::SinglePlan<float> single_plan;
-        if (!single) {
+        if (!Single) {
             fastfm::run_matvec<double>(static_cast<const fastfm::MatvecProblem<double>&>(pb), out_t.data(),
                                        num_threads, &fastfm_dispatch::matvec_tile_f64);
         } else if (fastfm::SinglePlan<float>::from(plan, single_plan)) {
@@ -746,22 +748,6 @@ py::object gram_matvec(const py::object& C1_obj, const py::object& D1_obj, const
     }
     if (!computed) return py::none();
     return std::move(out);
-}
-
-py::object fm_gram_matvec(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
-                          const py::object& D2_obj, const py::object& V_obj, const Tables& tables,
-                          const py::object& alphas, const py::object& betas, double variance, int kind,
-                          const py::object& coefficients, double exponent, int num_threads) {
-    return gram_matvec(C1_obj, D1_obj, C2_obj, D2_obj, V_obj, tables, alphas, betas, variance, kind, coefficients,
-                       exponent, num_threads, false);
-}
-
-py::object fm_gram_matvec_single(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
-                                 const py::object& D2_obj, const py::object& V_obj, const Tables& tables,
-                                 const py::object& alphas, const py::object& betas, double variance, int kind,
-                                 const py::object& coefficients, double exponent, int num_threads) {
-    return gram_matvec(C1_obj, D1_obj, C2_obj, D2_obj, V_obj, tables, alphas, betas, variance, kind, coefficients,
-                       exponent, num_threads, true);
 }
 
 py::tuple fm_grad_reduction_low_rank(const py::object& C_obj, const py::object& D_obj, const py::object& U_obj,
@@ -1016,11 +1002,11 @@ PYBIND11_MODULE(_cpp, m) {
     // ===================== end of the hierarchical kernel section =====================
 
     // >>> Large-N GP regression (fastfm/gp_large.py)
-    m.def("fm_gram_matvec", &fm_gram_matvec, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"), py::arg("V"),
-          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+    m.def("fm_gram_matvec", &gram_matvec<false>, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"),
+          py::arg("V"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
           "K(X1, X2) V, shape (N, r), without storing K; C2 = D2 = None for the symmetric K(X1, X1).");
-    m.def("fm_gram_matvec_single", &fm_gram_matvec_single, py::arg("C1"), py::arg("D1"), py::arg("C2"),
+    m.def("fm_gram_matvec_single", &gram_matvec<true>, py::arg("C1"), py::arg("D1"), py::arg("C2"),
           py::arg("D2"), py::arg("V"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"),
           py::arg("kind"), py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
           "fm_gram_matvec with kernel values in single precision (products in double), or None where these "
