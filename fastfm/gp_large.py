@@ -75,8 +75,9 @@ __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholesky
 #        solve certified by a double-precision residual, from which double-precision iterations continue if it
 #        misses tol; "auto": "mixed" where tol ≥ 1e-4 and the CPU backend has single-precision products for
 #        the kernel (FM kernels with rational factor forms), else "double".  A kernel value's few float ulps
-#        move the residual by ~1e-5 of ‖b‖, far below 1e-2; the products are 2.9× faster on AVX2
-#        (BENCHMARKS.md, "Single-precision K·V inside PCG").
+#        move the residual by ~1e-5 of ‖b‖, far below 1e-2; the products are 3.8-4.0× faster on AVX2
+#        (BENCHMARKS.md, "Single-precision K·V inside PCG").  A single-precision solve that breaks down
+#        (pᵀAp ≤ 0) is redone in double; one that stalls is continued in double with max_iter of its own.
 DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "n_probes": 16, "block_size": None,
                       "precision": "auto"}
 _PRECISIONS = ("auto", "double", "mixed")
@@ -583,15 +584,19 @@ def solve_system(kernel, X, noise, B, options, preconditioner=None, X0=None):
     def apply_A(V):
         return kernel_matvec(kernel, X, V) + noise * V
 
+    single = None
     apply_single = _mixed_precision_operator(kernel, X, noise, options)
-    if apply_single is None:
-        solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
-    else:
-        solution, single = pcg(apply_single, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
-        # The certificate: pcg from the single-precision solution computes the residual in double and
-        # iterates in double only if it misses tol (0 iterations in the measured runs).
-        solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"],
-                             max(0, options["max_iter"] - single.n_iter), X0=solution)
+    if apply_single is not None:
+        try:
+            single_solution, single = pcg(apply_single, B, preconditioner.solve, options["tol"], options["max_iter"],
+                                          X0)
+            X0 = single_solution
+        except NumericalError as error:   # K + noise·I with single-precision values not positive definite
+            _LOGGER.warning("single-precision PCG broke down (%s); solving in double", error)
+    # With a single-precision solution as X0 this is the certificate: pcg computes its residual in double and
+    # iterates in double only if it misses tol (0 iterations in the measured runs).
+    solution, info = pcg(apply_A, B, preconditioner.solve, options["tol"], options["max_iter"], X0)
+    if single is not None:
         info = CGInfo(n_iter=single.n_iter + info.n_iter, residuals=info.residuals, converged=info.converged,
                       n_matvecs=single.n_matvecs + info.n_matvecs, n_single_precision_iter=single.n_iter)
     if not info.converged:

@@ -7,7 +7,7 @@
 """
 import numpy as np
 import pytest
-from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp  # noqa: F401
+from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp, forced_lanes  # noqa: F401
 
 import fastfm as ff
 from fastfm import gp as gp_module
@@ -97,18 +97,9 @@ def _single_inputs(space, n, seed, spread=1.0):
     return np.ascontiguousarray(C * spread), D
 
 
-@pytest.fixture(params=["narrow", "wide"])
-def lanes(request, cpp):  # noqa: F811
-    """Eight float lanes (AVX2) or sixteen (AVX-512) whatever the CPU: one machine tests both instantiations."""
-    from fastfm import _cpp
-    _cpp._override_vector_lanes(request.param)
-    yield request.param
-    _cpp._override_vector_lanes("cpu")
-
-
 @pytest.mark.parametrize("space_name", sorted(RATIONAL_SPACES))
 @pytest.mark.parametrize("symmetric", [True, False], ids=["symmetric", "cross"])
-def test_single_precision_matvec_matches_numpy_reference(cpp, lanes, space_name, symmetric):  # noqa: F811
+def test_single_precision_matvec_matches_numpy_reference(cpp, forced_lanes, space_name, symmetric):  # noqa: F811
     space = RATIONAL_SPACES[space_name]
     # 301 rows: row tiles, column chunks, vector blocks and a ragged last block
     C1, D1 = _single_inputs(space, 301, seed=1)
@@ -124,7 +115,7 @@ def test_single_precision_matvec_matches_numpy_reference(cpp, lanes, space_name,
     assert np.max(error / scale) > 1e-12     # it did run in single precision (the double path agrees to 1e-15)
 
 
-def test_single_precision_matvec_computes_distant_pairs_in_double(cpp, lanes):  # noqa: F811
+def test_single_precision_matvec_computes_distant_pairs_in_double(cpp, forced_lanes):  # noqa: F811
     # every row point is far from every column point at a large α: each column chunk holds some D̃_p beyond
     # the single-precision range, so every chunk is computed by the double path, as fm_gram_matvec does
     space = RATIONAL_SPACES["rational_mixed"]
@@ -146,7 +137,7 @@ def _scaled_denominators(spectra, alphas, betas, C1, C2):
     return np.array(out)
 
 
-def test_single_precision_matvec_divides_factor_pairs_for_mid_range_pairs(cpp, lanes):  # noqa: F811
+def test_single_precision_matvec_divides_factor_pairs_for_mid_range_pairs(cpp, forced_lanes):  # noqa: F811
     # Mid-range pairs: Π_p D̃_p beyond what one float division per block may hold (≈3e35), every D̃_p well
     # inside the pairwise bound (≈2e16): those chunks are divided pair by pair, still in single precision.
     space = RATIONAL_SPACES["rational_mixed"]
@@ -218,6 +209,20 @@ def test_auto_precision_follows_the_tolerance_and_the_backend():
     assert _solve(kernel, X, y, 1e-2, tol=1e-6)[1].n_single_precision_iter == 0     # below 1e-4: double
     numpy_kernel = ff.kernels.ModLap(kernel.space, lengthscale=0.6, alpha=0.5, beta=0.5, backend="numpy")
     assert _solve(numpy_kernel, X, y, 1e-2, tol=1e-2, precision="mixed")[1].n_single_precision_iter == 0
+
+
+def test_mixed_precision_redoes_a_broken_down_single_solve_in_double(monkeypatch, caplog):
+    # a single-precision operator that is not positive definite: PCG breaks down at once, the solve is
+    # redone in double and reaches tol (no observation lost, no error)
+    _, kernel, X, y, _, _ = _problem(300)
+    monkeypatch.setattr(gp_large, "_single_precision_product",
+                        lambda kernel, X: (lambda V: -gp_large.kernel_matvec(kernel, X, V)))
+    with caplog.at_level("WARNING", logger="fastfm.gp_large"):
+        solution, info, _ = _solve(kernel, X, y, 1e-2, tol=1e-4, precision="mixed")
+    assert "broke down" in caplog.text
+    assert info.converged and info.n_single_precision_iter == 0
+    exact = np.linalg.solve(kernel(X) + 1e-2 * np.eye(len(y)), y)
+    assert np.linalg.norm(solution[:, 0] - exact) <= 1e-2 * np.linalg.norm(exact)
 
 
 def test_mixed_precision_continues_in_double_where_the_single_solve_misses_tol(monkeypatch):
