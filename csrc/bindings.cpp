@@ -212,13 +212,13 @@ Hyper check_hyper(const Tables& tables, const py::object& alphas, const py::obje
 // registers), so a machine without AVX-512 can test the code AVX-512 machines run, and the converse.
 int g_vector_lanes_override = 0;
 
-// rational_forms: the call evaluates kernel values through kernel_row_chunk (Gram, K·V), which uses
-// the rational factor forms (FMPlan::prepare_rational); the other paths skip their tables.
 fastfm::FMPlan<double> with_lanes(fastfm::FMPlan<double> plan) {
     if (g_vector_lanes_override != 0) plan.wide_vectors = g_vector_lanes_override > 0;
     return plan;
 }
 
+// rational_forms: the call evaluates kernel values through kernel_row_chunk (Gram, K·V), which uses
+// the rational factor forms (FMPlan::prepare_rational); the other paths skip their tables.
 fastfm::FMPlan<double> make_plan(const Hyper& h, std::size_t n_continuous, bool rational_forms = false) {
     fastfm::FMPlan<double> plan =
         with_lanes(fastfm::FMPlan<double>(h.tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation,
@@ -677,7 +677,7 @@ FASTFM_HOT void matvec_tile_f64(const fastfm::MatvecProblem<double>& pb, fastfm:
 FASTFM_HOT void single_matvec_tile_f32(const fastfm::SingleMatvecProblem<float>& pb,
                                        fastfm::SingleMatvecWorkspace<float>& ws, std::size_t a0, std::size_t a1) {
 #if defined(__GNUC__) && !defined(__clang__)
-    if (pb.single_plan->wide_vectors)
+    if (pb.gram.plan->wide_vectors)
         fastfm::single_matvec_tile<float, 16, 4>(pb, ws, a0, a1);
     else
         fastfm::single_matvec_tile<float, 8, FASTFM_SINGLE_NARROW_BLOCKS>(pb, ws, a0, a1);

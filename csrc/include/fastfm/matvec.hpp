@@ -55,7 +55,7 @@ inline T chunk_dot(const T* FASTFM_RESTRICT k, const T* FASTFM_RESTRICT v, std::
     std::size_t j = 0;
     T dot = 0;
 #if defined(__GNUC__) && !defined(__clang__)
-    constexpr int L = 32 / static_cast<int>(sizeof(T)), A = 4;
+    constexpr int L = kNarrowLanes<T>, A = 4;
     typedef typename LaneVector<T, L>::type lanes;
     lanes sums[A] = {};
     for (; j + A * L <= count; j += A * L)

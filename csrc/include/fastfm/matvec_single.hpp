@@ -64,7 +64,6 @@ struct SinglePlan {
     std::size_t n_continuous = 0;
     S product_limit = 0;  // the largest Π_p D̃_p of one-division blocks (0: no such blocks)
     S den_limit = 0;      // the largest D̃_p of pairwise blocks (else the double path computes the chunk)
-    bool wide_vectors = false;
 
     // From a double plan with prepared rational forms.  False (out unusable) unless the modulation is
     // single-term Laplace, r is the squared distance, every factor has a rational form, and every
@@ -120,7 +119,6 @@ struct SinglePlan {
         double product_limit = largest * 1e-3;
         for (std::size_t p = 0; p < plan.n_variables(); ++p) product_limit /= growth;
         out.product_limit = product_limit >= 1e6 ? static_cast<S>(product_limit) : S(0);
-        out.wide_vectors = plan.wide_vectors;
         return true;
     }
 };
@@ -347,12 +345,9 @@ void single_matvec_tile(const SingleMatvecProblem<S>& pb, SingleMatvecWorkspace<
     const std::size_t P = plan.factors.size(), Dc = plan.n_continuous, M = g.cols->n_points;
     double* FASTFM_RESTRICT k = ws.row.data();
     FlushDenormals flush;
-    std::size_t current_row = static_cast<std::size_t>(-1);
     for_each_row_chunk<double>(a0, a1, M, g.symmetric, [&](std::size_t a, std::size_t js, std::size_t count) {
-        if (a != current_row) {
-            for (std::size_t d = 0; d < Dc; ++d) ws.row_continuous[d] = static_cast<S>(g.rows_continuous[a * Dc + d]);
-            current_row = a;
-        }
+        // consecutive chunks belong to different rows (for_each_row_chunk: rows inside column chunks)
+        for (std::size_t d = 0; d < Dc; ++d) ws.row_continuous[d] = static_cast<S>(g.rows_continuous[a * Dc + d]);
         const int64_t* v = g.rows_states + a * P;
         const S* row = ws.row_continuous.data();
         S* out = ws.single_row.data();
