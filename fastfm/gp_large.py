@@ -42,10 +42,10 @@ stochastic gradient, more than the whole fixed-θ fit at N = 50,000 on a CPU.)
 """
 import logging
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import blas, cho_factor, cho_solve, solve_triangular
 
 from ._backends import backend_function, gpu_module_for
 from .exceptions import InvalidConfigError, NumericalError
@@ -399,7 +399,11 @@ class PivotedCholeskyPreconditioner:
     residual : ndarray of shape (N,), or None
     blocks : list of index arrays partitioning range(N), or None
     block_residuals : list of ndarrays (len(b), len(b)), or None
-        (K − LᵀL)[b, b] for each block b (given with ``blocks``; ``residual`` is then unused).
+        (K − LᵀL)[b, b] for each block b (given with ``blocks``; ``residual`` is then unused).  Left as
+        given, and not kept: the preconditioner holds their Cholesky factors.
+    kernel, X : Kernel and ndarray of shape (N, n_dims), or None
+        Given with ``blocks`` instead of ``block_residuals``: each block's residual matrix is evaluated,
+        factored in place and dropped, one block at a time (see :meth:`with_blocks`).
     """
 
     L: np.ndarray
@@ -407,39 +411,64 @@ class PivotedCholeskyPreconditioner:
     noise: float
     residual: np.ndarray = None
     blocks: list = None
-    block_residuals: list = field(default=None, repr=False)
+    block_residuals: InitVar[list] = None
+    kernel: InitVar[object] = None
+    X: InitVar[np.ndarray] = None
     _inner: tuple = field(init=False, repr=False)
     _d_sqrt: np.ndarray = field(init=False, repr=False)
+    # with blocks: per block, the lower Cholesky factor C_b of (K − LᵀL)[b, b] + noise·I and Z_b = C_b⁻¹ L[:, b]ᵀ
+    # (both Fortran-ordered, as LAPACK writes them); without: Z = C⁻¹Lᵀ of shape (N, k)
     _block_factors: list = field(init=False, repr=False)
+    _Z_blocks: list = field(init=False, repr=False)
     _Z: np.ndarray = field(init=False, repr=False)
     _dtc_cache: tuple = field(default=None, init=False, repr=False)   # (noise, factor) of dtc_factor
 
-    def __post_init__(self):
+    def __post_init__(self, block_residuals, kernel, X):
         k, n = self.L.shape
-        self._block_factors = None
+        self._block_factors = self._Z_blocks = self._Z = self._d_sqrt = None
+        # inner = I_k + ZᵀZ, accumulated in its lower triangle (Fortran order: syrk and potrf work in place)
+        inner = np.asfortranarray(np.eye(k))
         if self.blocks is not None:
-            if self.block_residuals is None or len(self.block_residuals) != len(self.blocks):
+            if block_residuals is None and (kernel is None or X is None):
+                raise ValueError("blocks need one residual matrix each (block_residuals), or kernel and X")
+            if block_residuals is not None and len(block_residuals) != len(self.blocks):
                 raise ValueError("blocks need one residual matrix each (block_residuals)")
-            factors = []
-            for block, S in zip(self.blocks, self.block_residuals):
-                S = np.array(S, dtype=np.float64)   # our copy: the caller's matrix stays as given
+            self._block_factors, self._Z_blocks = [], []
+            for i, block in enumerate(self.blocks):
+                # L_b: (k, b) C-ordered, so L_bᵀ is Fortran-ordered: BLAS reads it and trsm overwrites it
+                L_b = np.take(self.L, block, axis=1)
+                if block_residuals is None:
+                    # (K − L_bᵀL_b)[b, b] in place: K_b is symmetric, so its C-ordered array is the Fortran
+                    # array of the same matrix, and syrk updates its lower triangle without a copy
+                    S = np.asarray(kernel(X[block]), dtype=np.float64, order="C").T
+                    S = _syrk(-1.0, L_b.T, 1.0, S)
+                else:
+                    S = np.array(block_residuals[i], dtype=np.float64, order="F")   # the caller's stays as given
                 S[np.diag_indices_from(S)] += self.noise
-                factors.append(cho_factor(S, lower=True, overwrite_a=True, check_finite=False))
-            self._block_factors = factors
+                factor, _ = cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
+                Z_b = solve_triangular(factor, L_b.T, lower=True, overwrite_b=True, check_finite=False) if k else None
+                if k:
+                    inner = _syrk(1.0, Z_b, 1.0, inner, trans=1)
+                self._block_factors.append(factor)
+                self._Z_blocks.append(Z_b)
         else:
             diagonal = np.full(n, float(self.noise)) if self.residual is None else self.residual + self.noise
             self._d_sqrt = np.sqrt(diagonal)
+            if k:
+                self._Z = self.L.T / self._d_sqrt[:, None]
+                inner = _syrk(1.0, self._Z, 1.0, inner, trans=1)
         # With D = C Cᵀ and Z = C⁻¹Lᵀ: P = C (I + Z Zᵀ) Cᵀ, so P⁻¹ = C⁻ᵀ (I − Z (I_k + ZᵀZ)⁻¹ Zᵀ) C⁻¹.
-        # One triangular solve per block and the symmetric product ZᵀZ: half the flops of D⁻¹Lᵀ by
+        # One triangular solve per block and the symmetric products Z_bᵀZ_b: half the flops of D⁻¹Lᵀ by
         # Cholesky solves and the general product L (D⁻¹Lᵀ).
-        self._Z = self._half_solve(self.L.T) if k else None
-        self._inner = cho_factor(np.eye(k) + self._Z.T @ self._Z, lower=True, check_finite=False) if k else None
+        self._inner = cho_factor(inner, lower=True, overwrite_a=True, check_finite=False) if k else None
 
     @classmethod
     def with_blocks(cls, kernel, X, L, pivots, noise, block_size):
-        """The PITC preconditioner: blocks from :func:`pivot_blocks`, (K − LᵀL)[b, b] evaluated per block."""
+        """The PITC preconditioner: blocks from :func:`pivot_blocks`, (K − LᵀL)[b, b] evaluated, factored and
+        dropped block by block (one kernel call, one gather of L's columns, one syrk, one Cholesky and one
+        triangular solve each), so no N × block_size array of residuals is ever held."""
         blocks = pivot_blocks(L, pivots, block_size, kernel, X)
-        return cls(L, pivots, noise, blocks=blocks, block_residuals=cls.block_residuals_of(kernel, X, L, blocks))
+        return cls(L, pivots, noise, blocks=blocks, kernel=kernel, X=X)
 
     @staticmethod
     def block_residuals_of(kernel, X, L, blocks):
@@ -464,22 +493,31 @@ class PivotedCholeskyPreconditioner:
             self._dtc_cache = cached = (noise, factor)
         return cached[1]
 
-    def _half_solve(self, R, transposed=False):
-        """C⁻¹R (C⁻ᵀR if ``transposed``) for R of shape (N, r), where D = C Cᵀ (C lower, blockwise)."""
-        if self._block_factors is None:
-            return R / self._d_sqrt[:, None]
-        out = np.empty(R.shape)
-        for block, (factor, _) in zip(self.blocks, self._block_factors):
-            out[block] = solve_triangular(factor, R[block], lower=True, trans="T" if transposed else "N",
-                                          check_finite=False)
-        return out
-
     def solve(self, R):
         """P⁻¹ R for R of shape (N, r)."""
-        scaled = self._half_solve(R)
+        R = np.asarray(R, dtype=np.float64)
+        if self._block_factors is None:
+            scaled = R / self._d_sqrt[:, None]
+            if self._inner is not None:
+                scaled = scaled - self._Z @ cho_solve(self._inner, self._Z.T @ scaled, check_finite=False)
+            return scaled / self._d_sqrt[:, None]
+        # C⁻¹R block by block, then Zᵀ(C⁻¹R) = Σ_b Z_bᵀ (C⁻¹R)_b, then C⁻ᵀ(C⁻¹R − Z u) block by block
+        scaled = [solve_triangular(factor, R[block], lower=True, check_finite=False)
+                  for block, factor in zip(self.blocks, self._block_factors)]
+        out = np.empty(R.shape)
         if self._inner is not None:
-            scaled = scaled - self._Z @ cho_solve(self._inner, self._Z.T @ scaled, check_finite=False)
-        return self._half_solve(scaled, transposed=True)
+            projected = sum(Z_b.T @ s for Z_b, s in zip(self._Z_blocks, scaled))
+            u = cho_solve(self._inner, projected, check_finite=False)
+            scaled = [s - Z_b @ u for Z_b, s in zip(self._Z_blocks, scaled)]
+        for block, factor, s in zip(self.blocks, self._block_factors, scaled):
+            out[block] = solve_triangular(factor, s, lower=True, trans="T", overwrite_b=True, check_finite=False)
+        return out
+
+
+def _syrk(alpha, A, beta, C, trans=0):
+    """alpha·A Aᵀ + beta·C (trans=0) or alpha·AᵀA + beta·C (trans=1) in the lower triangle of the Fortran-ordered
+    C, in place (BLAS syrk; the upper triangle is left as it was)."""
+    return blas.dsyrk(alpha, A, beta=beta, c=C, trans=trans, lower=1, overwrite_c=1)
 
 
 # --------------------------------------------------------------------------- PCG

@@ -722,6 +722,40 @@ def test_pitc_preconditioner_inverts_and_matches_k_on_its_blocks():
     np.testing.assert_allclose(pre.solve(R), np.linalg.solve(P, R), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("rank", [0, 8])
+def test_pitc_preconditioner_from_given_residuals_matches_the_fused_construction(rank):
+    """with_blocks evaluates and factors each block's residual in place; residual matrices given by the
+    caller give the same P⁻¹ and are left as they were."""
+    _, kernel, X, _, _, _ = _problem(130)
+    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=max(rank, 1))
+    L, pivots = L[:rank], pivots[:rank]
+    fused = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 40)
+    given = gp_large.PivotedCholeskyPreconditioner.block_residuals_of(kernel, X, L, fused.blocks)
+    copies = [S.copy() for S in given]
+    from_given = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=fused.blocks, block_residuals=given)
+    for S, copy in zip(given, copies):
+        np.testing.assert_array_equal(S, copy)
+    R = np.random.default_rng(2).standard_normal((130, 2))
+    K = kernel(X)
+    P = L.T @ L + 0.05 * np.eye(130)
+    for b in fused.blocks:
+        P[np.ix_(b, b)] = K[np.ix_(b, b)] + 0.05 * np.eye(len(b))
+    expected = np.linalg.solve(P, R)
+    np.testing.assert_allclose(fused.solve(R), expected, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(from_given.solve(R), expected, rtol=1e-8, atol=1e-10)
+
+
+def test_pitc_preconditioner_needs_residuals_or_the_kernel():
+    _, kernel, X, _, _, _ = _problem(60)
+    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=5)
+    blocks = [np.arange(0, 30), np.arange(30, 60)]
+    with pytest.raises(ValueError, match="block_residuals"):
+        gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=blocks)
+    with pytest.raises(ValueError, match="block_residuals"):
+        gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=blocks,
+                                               block_residuals=[np.eye(30)])
+
+
 def test_pitc_blocks_take_fewer_pcg_iterations_than_the_fitc_diagonal():
     # hyperparameters like those fitted on the regression set (short lengthscales in three continuous
     # dims, most discrete variables switched off by a large β, tiny noise): a slowly decaying spectrum
