@@ -213,6 +213,33 @@ def test_one_likelihood_evaluation_holds_one_n_by_n_array():
     assert peak < 1.5 * 8 * n * n
 
 
+@pytest.mark.parametrize("composite", [ff.kernels.base.Sum, ff.kernels.base.Product])
+def test_composite_kernel_gram_and_reduction_hold_two_n_by_n_arrays_at_most(composite):
+    """A sum's or product's Gram is written into its first term's (two N × N arrays at the peak, not three;
+    NumPy's elision of temporaries did that for the old expression too, where it applies), and a product's
+    gradient reduction forms one weight W∘K_i at a time (W and one more N × N array; it held four)."""
+    import tracemalloc
+    n = 600
+    X, _ = _data(MIXED, n, seed=11)
+    kernel = composite(ModLap(MIXED), ModLap(MIXED, lengthscale=0.3))
+    K1, K2 = kernel.k1(X), kernel.k2(X)
+    W = np.random.default_rng(3).standard_normal((n, n))
+    expected_reduction = kernel._full_reduction(X, W)
+    tracemalloc.start()
+    try:
+        reduction = kernel._full_reduction(X, W)
+        _, reduction_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        K = kernel._gram(X, None)
+        _, gram_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_allclose(K, K1 + K2 if composite is ff.kernels.base.Sum else K1 * K2, rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(reduction, expected_reduction)
+    assert gram_peak < 2.5 * 8 * n * n
+    assert reduction_peak < 2.5 * 8 * n * n
+
+
 def test_fitted_factor_is_lower_triangular_with_zeros_above():
     X, y = _data(MIXED, 30, seed=8)
     gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)

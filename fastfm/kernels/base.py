@@ -389,6 +389,15 @@ class _Composite(Kernel):
         return f"{type(self).__name__}({self.k1!r}, {self.k2!r})"
 
 
+def _combine_into_first(ufunc, A, B):
+    """ufunc(A, B), written into A where A is a float64 array of the result's shape that may be written (a
+    kernel's fresh Gram): one N × N array fewer at the peak of a composite kernel's Gram."""
+    if (isinstance(A, np.ndarray) and A.dtype == np.float64 and A.flags.writeable
+            and np.shape(B) == A.shape):
+        return ufunc(A, B, out=A)
+    return ufunc(A, B)
+
+
 class Sum(_Composite):
     """k1 + k2."""
 
@@ -398,7 +407,7 @@ class Sum(_Composite):
         return K1 + K2, dK1 + dK2
 
     def _gram(self, X, Y):
-        return self.k1._gram(X, Y) + self.k2._gram(X, Y)
+        return _combine_into_first(np.add, self.k1._gram(X, Y), self.k2._gram(X, Y))
 
     def _diag(self, X):
         return self.k1._diag(X) + self.k2._diag(X)
@@ -421,16 +430,16 @@ class Product(_Composite):
         return K1 * K2, dK1 * K2[:, :, None] + dK2 * K1[:, :, None]
 
     def _gram(self, X, Y):
-        return self.k1._gram(X, Y) * self.k2._gram(X, Y)
+        return _combine_into_first(np.multiply, self.k1._gram(X, Y), self.k2._gram(X, Y))
 
     def _diag(self, X):
         return self.k1._diag(X) * self.k2._diag(X)
 
     def _full_reduction(self, X, W):
-        # Σ W ∂(K1∘K2) = Σ (W∘K2) ∂K1 + Σ (W∘K1) ∂K2
-        K1 = self.k1._gram(X, None)
-        K2 = self.k2._gram(X, None)
-        return np.concatenate([self.k1._full_reduction(X, W * K2), self.k2._full_reduction(X, W * K1)])
+        # Σ W ∂(K1∘K2) = Σ (W∘K2) ∂K1 + Σ (W∘K1) ∂K2, one weight at a time: W and one N × N array at the peak
+        grad1 = self.k1._full_reduction(X, _combine_into_first(np.multiply, self.k2._gram(X, None), W))
+        grad2 = self.k2._full_reduction(X, _combine_into_first(np.multiply, self.k1._gram(X, None), W))
+        return np.concatenate([grad1, grad2])
 
     def _full_gradient(self, X):
         K1, dK1 = self.k1._full_gradient(X)
