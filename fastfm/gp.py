@@ -422,7 +422,8 @@ class GaussianProcessRegressor:
         float64 arrays, 3.2 GB at N = 50,000), n_probes, block_size
         (the PITC block size of the preconditioner, 1 for the FITC diagonal;
         default None = ``gp_large.default_block_size(N)``, 4,000 up to
-        N = 50,000: two N × 4,000 float64 arrays, 1.6 GB each at N = 50,000),
+        N = 50,000: the fitted model keeps the blocks' Cholesky factors, an
+        N × 4,000 float64 array in all, 1.6 GB at N = 50,000),
         precision ("auto", "double" or "mixed": single-precision kernel values
         inside PCG's products, certified by a double-precision residual;
         "auto" takes "mixed" for tol ≥ 1e-4 on the cpp backend).  The solve's

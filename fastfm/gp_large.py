@@ -120,7 +120,8 @@ _PIVOT_RELATIVE_FLOOR = 1e-13
 
 
 # default_block_size: 4,000 points per PITC block, at least 1,000, and at most this many entries in the
-# N × block_size of block matrices the preconditioner holds (twice: residuals and factors, 1.6 GB each).
+# N × block_size of block matrices the preconditioner holds (their Cholesky factors: 1.6 GB at N = 50,000; the
+# residual matrices are factored in place, one block at a time).
 _DEFAULT_BLOCK_BOUNDS = (1000, 4000)
 _BLOCK_MEMORY_ENTRIES = 200_000_000
 

@@ -5,7 +5,8 @@ fitted hyperparameters (exact ML on the first 1,000 points, 5 starts).
 
 Pieces: pivoted Cholesky of the default rank, PITC blocks of the default size, the preconditioner
 constructor (per block: the residual matrix, its Cholesky, Z_b = C_b⁻¹L_bᵀ and I + ΣZ_bᵀZ_b), a preconditioner
-solve and a K·v product (twice each), and the k × k DTC factor of the predictive std.
+solve, a K·v product in double and one with single-precision kernel values (PCG's under
+``cg_options["precision"] = "auto"``; twice each), and the k × k DTC factor of the predictive std.
 """
 import sys
 import time
@@ -39,9 +40,12 @@ def main():
     pre = timed("preconditioner constructor (block residuals, Choleskys, Woodbury)",
                 lambda: gp_large.PivotedCholeskyPreconditioner(L, pivots, noise, blocks=blocks, kernel=kernel, X=X))
     v = np.random.default_rng(0).standard_normal((n, 1))
+    single = gp_large._single_precision_product(kernel, X)
     for _ in range(2):
         timed("preconditioner solve", lambda: pre.solve(v))
         timed("K·v", lambda: gp_large.kernel_matvec(kernel, X, v))
+        if single is not None:
+            timed("K·v, single-precision kernel values", lambda: single(v))
     timed("DTC factor (predictive std)", lambda: pre.dtc_factor(noise))
 
 
