@@ -205,10 +205,10 @@ def kernel_matvec(kernel, X, V, Y=None):
     return out[:, 0] if vector else out
 
 
-def _single_precision_product(kernel, X):
-    """V ↦ K(X, X) V with single-precision kernel values and double sums, the points packed once; None where
-    the backend has no such product for this kernel at its hyperparameters, or would run the double product
-    on a GPU."""
+def _single_precision_product(kernel, X, Y=None):
+    """V ↦ K(X, Y) V (K(X, X) V where Y is None) with single-precision kernel values and double sums, the
+    points packed once; None where the backend has no such product for this kernel at its hyperparameters,
+    or would run the double product on a GPU."""
     scaled = getattr(kernel, "_scaled", None)
     if scaled is None or not hasattr(kernel, "_args"):
         return None
@@ -216,14 +216,15 @@ def _single_precision_product(kernel, X):
     function = getattr(backend, "fm_gram_matvec_single", None)
     if function is None:
         return None
-    C, D = scaled(kernel._check_X(X))
+    C1, D1 = scaled(kernel._check_X(X))
+    C2, D2 = (None, None) if Y is None else scaled(kernel._check_X(Y, "Y"))
     args = kernel._args()
-    if gpu_module_for(backend, "fm_gram_matvec", (C, D, None, None, None, *args)) is not None:
+    if gpu_module_for(backend, "fm_gram_matvec", (C1, D1, C2, D2, None, *args)) is not None:
         return None
     # the single-precision form depends on the hyperparameters only: one point tells
-    if function(C[:1], D[:1], None, None, np.zeros((1, 1)), *args) is None:
+    if function(C1[:1], D1[:1], None, None, np.zeros((1, 1)), *args) is None:
         return None
-    return lambda V: function(C, D, None, None, np.ascontiguousarray(V, dtype=np.float64), *args)
+    return lambda V: function(C1, D1, C2, D2, np.ascontiguousarray(V, dtype=np.float64), *args)
 
 
 def _blocked_matvec(kernel, X, V, Y):

@@ -211,6 +211,27 @@ def test_auto_precision_follows_the_tolerance_and_the_backend():
     assert _solve(numpy_kernel, X, y, 1e-2, tol=1e-2, precision="mixed")[1].n_single_precision_iter == 0
 
 
+@pytest.mark.parametrize("precision", ["auto", "double"])
+def test_cg_predictive_mean_uses_the_precision_of_the_fit(precision):
+    """A model whose PCG ran with single-precision kernel values predicts its mean with them too (to ~1e-5
+    of Σ|K||α|, far inside PCG's tol); one fitted in double predicts in double."""
+    _, kernel, X, y, X_test, _ = _problem(400)
+    gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=1e-2, method="cg",
+                                     cg_options={"tol": 1e-2, "precision": precision}).fit(X, y)
+    assert (gp.cg_info_.n_single_precision_iter > 0) == (precision == "auto")
+    mean = gp.predict(X_test)
+    mean_and_std = gp.predict(X_test, return_std=True)[0]
+    double = gp.y_mean_ + gp.y_std_ * gp_large.kernel_matvec(gp.kernel_, X_test, gp.alpha_, Y=X)
+    np.testing.assert_array_equal(mean, mean_and_std)
+    scale = gp.y_std_ * (np.abs(gp.kernel_(X_test, X)) @ np.abs(gp.alpha_))
+    error = np.abs(mean - double)
+    if precision == "double":
+        np.testing.assert_array_equal(mean, double)
+    else:
+        assert np.all(error <= 1e-5 * scale), float(np.max(error / scale))
+        assert np.max(error / scale) > 1e-12      # it did run in single precision
+
+
 def test_mixed_precision_redoes_a_broken_down_single_solve_in_double(monkeypatch, caplog):
     # a single-precision operator that is not positive definite: PCG breaks down at once, the solve is
     # redone in double and reaches tol (no observation lost, no error)
