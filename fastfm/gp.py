@@ -425,8 +425,9 @@ class GaussianProcessRegressor:
         N = 50,000: the fitted model keeps the blocks' Cholesky factors, an
         N × 4,000 float64 array in all, 1.6 GB at N = 50,000),
         precision ("auto", "double" or "mixed": single-precision kernel values
-        inside PCG's products, certified by a double-precision residual;
-        "auto" takes "mixed" for tol ≥ 1e-4 on the cpp backend).  The solve's
+        inside PCG's products, certified by a double-precision residual, and
+        then in the predictive mean's K(X*, X)α; "auto" takes "mixed" for
+        tol ≥ 1e-4 on the cpp backend).  The solve's
         iterations are in ``cg_info_``.
     hyperparameter_subset : int, None or "auto", default "auto"
         Large-N hyperparameter strategy.  An int m < N: the L-BFGS-B starts

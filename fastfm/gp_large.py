@@ -78,6 +78,7 @@ __all__ = ["kernel_matvec", "pivoted_cholesky", "pivot_blocks", "PivotedCholesky
 #        move the residual by ~1e-5 of ‖b‖, far below 1e-2; the products are 3.8-4.0× faster on AVX2
 #        (BENCHMARKS.md, "Single-precision K·V inside PCG").  A single-precision solve that breaks down
 #        (pᵀAp ≤ 0) is redone in double; one that stalls is continued in double with max_iter of its own.
+#        A model fitted with single-precision products also predicts its mean K(X*, X)α with them.
 DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "n_probes": 16, "block_size": None,
                       "precision": "auto"}
 _PRECISIONS = ("auto", "double", "mixed")
