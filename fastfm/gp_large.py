@@ -449,8 +449,9 @@ class PivotedCholeskyPreconditioner:
                     S = np.array(block_residuals[i], dtype=np.float64, order="F")   # the caller's stays as given
                 S[np.diag_indices_from(S)] += self.noise
                 factor, _ = cho_factor(S, lower=True, overwrite_a=True, check_finite=False)
-                Z_b = solve_triangular(factor, L_b.T, lower=True, overwrite_b=True, check_finite=False) if k else None
+                Z_b = None
                 if k:
+                    Z_b = solve_triangular(factor, L_b.T, lower=True, overwrite_b=True, check_finite=False)
                     inner = _syrk(1.0, Z_b, 1.0, inner, trans=1)
                 self._block_factors.append(factor)
                 self._Z_blocks.append(Z_b)
