@@ -316,7 +316,11 @@ def pivoted_cholesky(kernel, X, max_rank, tol=_PIVOTED_CHOLESKY_TOL):
         np.maximum(d, 0.0, out=d)  # rounding can take a residual variance below zero
         k += keep
         batch = min(2 * b, _PIVOT_BATCH_MAX) if keep == b else max(keep, _PIVOT_BATCH_MIN)
-    return L[:k], pivots[:k], d
+    if k < k_max:
+        # stopped early: give the unused rows' memory back (in place; the first k rows are contiguous), where a
+        # view L[:k] would keep the whole k_max × N buffer alive for as long as the preconditioner holds L
+        L.resize((k, N), refcheck=False)
+    return L, pivots[:k], d
 
 
 def _greedy_in_batch(S, d, outside):

@@ -319,6 +319,9 @@ def test_pivoted_cholesky_stops_at_the_trace_tolerance():
     assert np.sum(residual) <= 0.05 * trace
     before_last = residual + L[-1] ** 2
     assert np.sum(before_last) > 0.05 * trace    # one pivot fewer would not have met the tolerance
+    # the factor holds its k rows only, not a view of the max_rank × N buffer
+    assert len(pivots) < 120 and L.shape == (len(pivots), 120)
+    assert L.base is None and L.nbytes == 8 * L.size
 
 
 def test_low_rank_preconditioner_with_fitc_diagonal_inverts_and_keeps_the_diagonal():
