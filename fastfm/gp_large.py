@@ -478,16 +478,6 @@ class PivotedCholeskyPreconditioner:
         blocks = pivot_blocks(L, pivots, block_size, kernel, X)
         return cls(L, pivots, noise, blocks=blocks, kernel=kernel, X=X)
 
-    @staticmethod
-    def block_residuals_of(kernel, X, L, blocks):
-        """(K − LᵀL)[b, b] for each index block b: one kernel call, one gather of L's columns and one
-        symmetric product (L_bᵀL_b, syrk) per block."""
-        residuals = []
-        for b in blocks:
-            L_b = np.take(L, b, axis=1)
-            residuals.append(np.asarray(kernel(X[b]), dtype=np.float64) - L_b.T @ L_b)
-        return residuals
-
     @property
     def rank(self):
         return self.L.shape[0]

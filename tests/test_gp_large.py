@@ -754,13 +754,13 @@ def test_pitc_preconditioner_from_given_residuals_matches_the_fused_construction
     L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=max(rank, 1))
     L, pivots = L[:rank], pivots[:rank]
     fused = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 40)
-    given = gp_large.PivotedCholeskyPreconditioner.block_residuals_of(kernel, X, L, fused.blocks)
+    K = kernel(X)
+    given = [K[np.ix_(b, b)] - L[:, b].T @ L[:, b] for b in fused.blocks]
     copies = [S.copy() for S in given]
     from_given = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=fused.blocks, block_residuals=given)
     for S, copy in zip(given, copies):
         np.testing.assert_array_equal(S, copy)
     R = np.random.default_rng(2).standard_normal((130, 2))
-    K = kernel(X)
     P = L.T @ L + 0.05 * np.eye(130)
     for b in fused.blocks:
         P[np.ix_(b, b)] = K[np.ix_(b, b)] + 0.05 * np.eye(len(b))
