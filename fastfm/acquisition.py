@@ -29,6 +29,8 @@ from scipy.special import erfcx, log_ndtr, ndtr
 
 __all__ = [
     "SIGMA_FLOOR",
+    "UCB_BETA",
+    "acquisition_function",
     "expected_improvement",
     "expected_improvement_and_grad",
     "log_expected_improvement",
@@ -224,3 +226,30 @@ def upper_confidence_bound_and_grad(mu, sigma, beta):
     """
     value = upper_confidence_bound(mu, sigma, beta)
     return value, np.full(value.shape, -1.0), np.full(value.shape, math.sqrt(float(beta)))
+
+
+# UCB exploration weight (√β σ); 2.0 is a common default on standardised y (our choice)
+UCB_BETA = 4.0
+
+
+def acquisition_function(name, best):
+    """The acquisition the BO loop maximises, by name: (mu, sigma) -> (value, d/dmu, d/dsigma).
+
+    Parameters
+    ----------
+    name : {"logei", "ei", "ucb"}
+        log-EI, EI (exp of log-EI, with its chain rule), or UCB with β = ``UCB_BETA``.
+    best : float
+        Incumbent on the standardised scale (``GaussianProcessRegressor.best_y_standardized_``).
+    """
+    if name == "logei":
+        return lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, best)
+    if name == "ei":
+        def ei(mu, sigma):
+            log_value, dmu, dsigma = log_expected_improvement_and_grad(mu, sigma, best)
+            value = np.exp(log_value)
+            return value, value * dmu, value * dsigma
+        return ei
+    if name == "ucb":
+        return lambda mu, sigma: upper_confidence_bound_and_grad(mu, sigma, UCB_BETA)
+    raise ValueError(f"unknown acquisition {name!r}; choose 'logei', 'ei' or 'ucb'")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .acquisition import UCB_BETA, acquisition_function  # noqa: F401  (UCB_BETA: public here too)
 from .exceptions import FastFMError, InvalidValueError
 from .kernels import Kernel, make_kernel
 from .optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
@@ -23,8 +24,6 @@ from .optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
 __all__ = ["Optimizer", "minimize", "OptimizeResult", "Trial", "ModelFitWarning", "default_hyperparameter_prior"]
 
 _FM_KERNEL_NAMES = ("modlap", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
-# UCB exploration weight (√β σ); 2.0 is a common default on standardised y (our choice)
-UCB_BETA = 4.0
 
 # Weak Gaussian priors on the log hyperparameters used by default in BO (MAP-II fitting).
 # (mean, std) in natural-log units; inputs are in the unit cube and y is standardised.
@@ -122,24 +121,6 @@ class OptimizeResult:
         return np.minimum.accumulate(values) if len(values) else values
 
 
-def _acquisition_function(name, best):
-    """(mu, sigma) -> (value, d/dmu, d/dsigma) on the standardised scale, to maximise."""
-    from . import acquisition as acq
-
-    if name == "logei":
-        return lambda mu, sigma: acq.log_expected_improvement_and_grad(mu, sigma, best)
-    if name == "ei":
-        def ei(mu, sigma):
-            log_value, dmu, dsigma = acq.log_expected_improvement_and_grad(mu, sigma, best)
-            value = np.exp(log_value)
-            return value, value * dmu, value * dsigma
-        return ei
-    if name == "ucb":
-        root_beta = math.sqrt(UCB_BETA)
-        return lambda mu, sigma: (-(mu - root_beta * sigma), -np.ones_like(mu), np.full_like(sigma, root_beta))
-    raise ValueError(f"unknown acquisition {name!r}; choose 'logei', 'ei' or 'ucb'")
-
-
 class Optimizer:
     """Ask/tell Bayesian optimiser on a mixed ``Space`` (minimisation).
 
@@ -186,7 +167,7 @@ class Optimizer:
                  hyperparameter_prior="default"):
         if not isinstance(n_init, numbers.Integral) or n_init < 1:
             raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
-        _acquisition_function(acquisition, 0.0)  # validate the name now
+        acquisition_function(acquisition, 0.0)  # validate the name now
         self.space = space
         self.n_init = int(n_init)
         self.seed = seed
@@ -330,7 +311,7 @@ class Optimizer:
             self.last_suggestion_info = {"source": "random (fit failed)", "error": str(exc)}
             return self._random_point()
         self._gp = gp
-        acquisition = _acquisition_function(self.acquisition, gp.best_y_standardized_)
+        acquisition = acquisition_function(self.acquisition, gp.best_y_standardized_)
         incumbent = X[int(np.argmin(y))]
         result = self._acq_optimizer.optimize(gp, acquisition, incumbent, self._excluded(), self._rng)
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds}

@@ -6,6 +6,7 @@ from scipy.stats import norm
 from fastfm.acquisition import (SIGMA_FLOOR, expected_improvement, expected_improvement_and_grad,
                                 log_expected_improvement, log_expected_improvement_and_grad,
                                 upper_confidence_bound, upper_confidence_bound_and_grad)
+from fastfm import acquisition as acq
 from fastfm.acquisition import log_h
 
 
@@ -109,3 +110,23 @@ def test_acquisitions_prefer_lower_mean():
               lambda m, s: upper_confidence_bound(m, s, 1.0)):
         v = f(mu, sigma)
         assert v[0] > v[1] > v[2]
+
+
+@pytest.mark.parametrize("name", ["logei", "ei", "ucb"])
+def test_acquisition_function_by_name_matches_the_functions(name):
+    rng = np.random.default_rng(0)
+    mu, sigma, best = rng.normal(size=20), rng.uniform(0.01, 2.0, size=20), 0.3
+    value, d_mu, d_sigma = acq.acquisition_function(name, best)(mu, sigma)
+    reference = {"logei": lambda: acq.log_expected_improvement(mu, sigma, best),
+                 "ei": lambda: acq.expected_improvement(mu, sigma, best),
+                 "ucb": lambda: acq.upper_confidence_bound(mu, sigma, acq.UCB_BETA)}[name]()
+    np.testing.assert_allclose(value, reference, rtol=1e-12)
+    h = 1e-6   # the derivatives it hands the optimiser, against central differences
+    f = acq.acquisition_function(name, best)
+    np.testing.assert_allclose(d_mu, (f(mu + h, sigma)[0] - f(mu - h, sigma)[0]) / (2 * h), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(d_sigma, (f(mu, sigma + h)[0] - f(mu, sigma - h)[0]) / (2 * h), rtol=1e-5, atol=1e-8)
+
+
+def test_acquisition_function_rejects_an_unknown_name():
+    with pytest.raises(ValueError, match="unknown acquisition 'pi'"):
+        acq.acquisition_function("pi", 0.0)

@@ -19,6 +19,7 @@ modulation : Modulation
 import numpy as np
 
 from .modulation import Modulation  # noqa: F401  (documented type)
+from .profiles import matern52_profile, rbf_profile
 
 name = "numpy"
 
@@ -454,7 +455,6 @@ HIER_PROFILES = ("rbf", "matern52")
 
 
 def _hier_profile(profile, sq):
-    from ..kernels.continuous import matern52_profile, rbf_profile
     return (rbf_profile, matern52_profile)[int(profile)](sq)
 
 

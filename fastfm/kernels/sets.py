@@ -44,7 +44,7 @@ from ._space_kernel import LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS
 from .base import Kernel, Product
 from .continuous import Matern52
 
-__all__ = ["SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel", "subsample_sets", "draw_subsample"]
+__all__ = ["SetKernel", "SubspaceKernel", "SpaceProduct", "subsample_sets", "draw_subsample"]
 
 
 def draw_subsample(seed, n_points, dim, n_subsample):
@@ -490,43 +490,6 @@ class SubspaceKernel(Kernel):
 
     def __repr__(self):
         return f"SubspaceKernel({self.kernel!r})"
-
-
-def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, normalize=True, **kwargs):
-    """The default kernel of a space with ``Set`` parameters: a PRODUCT of factors.
-
-        k(x, x') = k_rest(rest, rest') · Π_sets K_set(S, S')
-
-    k_rest is the named kernel ("modlap", "matern52", ...) on the other parameters
-    (Matern52 when they have no discrete variable and an FM kernel was named); each
-    Set gets a ``SetKernel`` (Matérn 5/2 inner kernel; exact, or K̂ on ``n_subsample``
-    points drawn from ``seed``).  Only the first factor keeps a free variance: the others'
-    are fixed at 1 (one amplitude).  ``kwargs`` go to the named kernel.
-
-    ``normalize`` (default True) uses the normalised set kernel K/√(K(X,X) K(X',X')): with the
-    plain K_set of SPEC §4, sets whose points coincide have up to m times the prior variance
-    and expected improvement chases them (BENCHMARKS.md, "BO over sets": on SetCoverage, 5
-    seeds, −0.99 ± 0.06 plain vs −1.89 ± 0.23 normalised; random search −1.17 ± 0.06).
-    """
-    from . import make_kernel
-    from ..space import Space
-
-    others = [p for p in space.parameters if p not in space.set_params]
-    factors = []
-    if others:
-        sub = Space(others)
-        name = kernel_name.lower()
-        if sub.n_discrete == 0 and name not in ("rbf", "matern52"):
-            name = "matern52"
-        factors.append(SubspaceKernel(make_kernel(name, sub, backend=backend, **kwargs), space))
-    for p in space.set_params:
-        fixed = "fixed" if factors else VARIANCE_BOUNDS
-        factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, n_subsample=n_subsample,
-                                 seed=seed, normalize=normalize, backend=backend))
-    kernel = factors[0]
-    for factor in factors[1:]:
-        kernel = SpaceProduct(kernel, factor, space)
-    return kernel
 
 
 class SpaceProduct(Product):

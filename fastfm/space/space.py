@@ -32,6 +32,7 @@ import numpy as np
 
 from ..exceptions import (InactiveParameterError, InvalidConfigError, InvalidValueError, MissingParameterError,
                           OutOfBoundsError, SpaceDefinitionError, UnknownParameterError)
+from . import conditions
 from .parameters import Parameter
 from .sets import Set
 
@@ -126,62 +127,9 @@ class Space:
             self._column[p.name] = start if p.n_columns == 1 else slice(start, start + p.n_columns)
             self._column_owner += [p] * p.n_columns
         self._by_name = {p.name: p for p in parameters}
-        self._conditions, self._topological_order = self._resolve_conditions()
+        self._conditions, self._topological_order = conditions.resolve(self)
 
-    # ------------------------------------------------------------ conditions
-    def _resolve_conditions(self):
-        """({name: [(parent name, parent column, allowed codes)]}, names in an order where parents come first).
-
-        Raises
-        ------
-        SpaceDefinitionError
-            A condition names an unknown or a continuous parameter, lists a
-            value the parent does not have, or the conditions form a cycle.
-        """
-        conditions = {}
-        for p in self.parameters:
-            if not p.active_if:
-                continue
-            resolved = []
-            for parent_name, allowed in p.active_if.items():
-                parent = self._by_name.get(parent_name)
-                if parent is None:
-                    raise SpaceDefinitionError(
-                        f"parameter {p.name!r}: active_if names unknown parameter {parent_name!r}; "
-                        f"the space has {self.names}")
-                if parent.is_continuous:
-                    raise SpaceDefinitionError(
-                        f"parameter {p.name!r}: active_if names continuous parameter {parent_name!r}; "
-                        "conditions may only depend on discrete parameters")
-                codes = []
-                for value in allowed:
-                    try:
-                        codes.append(parent.encode_value(value))
-                    except InvalidConfigError:
-                        raise SpaceDefinitionError(
-                            f"parameter {p.name!r}: active_if[{parent_name!r}] lists {value!r}, which is not a "
-                            f"value of {parent_name!r}") from None
-                resolved.append((parent_name, self._column[parent_name], np.unique(np.array(codes, dtype=float))))
-            conditions[p.name] = resolved
-        # depth-first topological sort; a grey node met again closes a cycle
-        order, state = [], {}
-
-        def visit(name, path):
-            if state.get(name) == "done":
-                return
-            if state.get(name) == "visiting":
-                cycle = path[path.index(name):] + [name]
-                raise SpaceDefinitionError(f"the active_if conditions form a cycle: {' -> '.join(cycle)}")
-            state[name] = "visiting"
-            for parent_name in (self._by_name[name].active_if or {}):
-                visit(parent_name, path + [name])
-            state[name] = "done"
-            order.append(name)
-
-        for p in self.parameters:
-            visit(p.name, [])
-        return conditions, order
-
+    # ------------------------------------------------------------ conditions (bodies in conditions.py)
     @property
     def is_conditional(self):
         """True when at least one parameter has an ``active_if`` condition."""
@@ -195,9 +143,6 @@ class Space:
                 if a not in result:
                     result.append(a)
         return result
-
-    def _inactive_code(self, p):
-        return float(p.n_states) if not p.is_continuous else 0.0
 
     def is_active(self, config, name=None):
         """Which parameters are active in ``config``.
@@ -213,25 +158,11 @@ class Space:
         -------
         dict of name -> bool in declaration order, or a bool when ``name`` is given.
         """
-        if not isinstance(config, dict):
-            raise InvalidConfigError(f"a config must be a dict, got {config!r} ({type(config).__name__})")
-        active = {}
-        for pname in self._topological_order:
-            ok = True
-            for parent_name, _, codes in self._conditions.get(pname, ()):
-                ok = active[parent_name] and parent_name in config
-                if ok:
-                    try:
-                        ok = self._by_name[parent_name].encode_value(config[parent_name]) in codes
-                    except InvalidConfigError:   # a bad value activates nothing
-                        ok = False
-                if not ok:
-                    break
-            active[pname] = ok
+        active = conditions.activity(self, config)
         if name is not None:
             self[name]
             return active[name]
-        return {n: active[n] for n in self.names}
+        return active
 
     def active_columns(self, X):
         """Activity of every encoded column, from the discrete columns.
@@ -245,15 +176,7 @@ class Space:
         ndarray of bool, shape (n_points, n_dims) (or (n_dims,)); all True for a
         space without conditions.
         """
-        X = np.asarray(X, dtype=np.float64)
-        single = X.ndim == 1
-        X2 = np.atleast_2d(X)
-        mask = np.ones(X2.shape, dtype=bool)
-        for name in self._topological_order:
-            col = self._column[name]
-            for _, parent_col, codes in self._conditions.get(name, ()):
-                mask[:, col] &= mask[:, parent_col] & np.isin(X2[:, parent_col], codes)
-        return mask[0] if single else mask
+        return conditions.active_columns(self, X)
 
     def enforce_conditions(self, X, rng=None, previously_active=None):
         """Make encoded points consistent with the conditions, in place and returned.
@@ -273,27 +196,7 @@ class Space:
         rng : numpy Generator or seed, optional
         previously_active : bool array of shape (n_points, n_dims), optional
         """
-        if not self._conditions:
-            return X
-        rng = None if rng is None else np.random.default_rng(rng)
-        for name in self._topological_order:
-            p = self._by_name[name]
-            if name not in self._conditions:
-                continue
-            col = self._column[name]
-            active = np.ones(len(X), dtype=bool)
-            for _, parent_col, codes in self._conditions[name]:
-                active &= np.isin(X[:, parent_col], codes)
-            inactive_code = self._inactive_code(p)
-            X[~active, col] = inactive_code
-            # a discrete column still holding "inactive" needs a value; a continuous one cannot tell
-            needs_value = active & (X[:, col] == inactive_code) if not p.is_continuous else np.zeros(len(X), bool)
-            if previously_active is not None:
-                needs_value |= active & ~previously_active[:, col]
-            if needs_value.any():
-                X[needs_value, col] = (p.sample_codes(rng, int(needs_value.sum())) if rng is not None
-                                       else (0.5 if p.is_continuous else 0.0))
-        return X
+        return conditions.enforce(self, X, rng, previously_active)
 
     def prune(self, config):
         """``config`` without the parameters that are inactive in it (a new dict)."""
@@ -444,7 +347,7 @@ class Space:
                     raise InactiveParameterError(
                         f"config sets parameter {name!r} = {config[name]!r}, which is inactive in it "
                         f"(active_if {dict(p.active_if)!r}); leave it out", name, config[name])
-                x[col] = self._inactive_code(p)
+                x[col] = conditions.inactive_code(p)
                 continue
             if name not in config:
                 raise MissingParameterError(f"config is missing parameter {name!r}", name)
@@ -509,7 +412,7 @@ class Space:
             if p.name not in self._conditions:
                 continue
             col = self._column[p.name]
-            code = self._inactive_code(p)
+            code = conditions.inactive_code(p)
             bad = (~active[:, col] & (X[:, col] != code))
             if not p.is_continuous:
                 bad |= active[:, col] & (X[:, col] == code)
