@@ -6,7 +6,7 @@ import pytest
 
 import fastfm as ff
 from fastfm.exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from fastfm import gp as gp_module
+from fastfm.gp import regressor as gp_module
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from fastfm.kernels import RBF, Matern52, ModLap, ModNN
 

@@ -10,7 +10,7 @@ import pytest
 from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp, forced_lanes  # noqa: F401
 
 import fastfm as ff
-from fastfm import gp as gp_module
+from fastfm.gp import regressor as gp_module
 from fastfm import gp_large
 from fastfm._backends import numpy_backend
 from fastfm.benchmarks.regression import make_mixed_regression, regression_space
@@ -516,7 +516,7 @@ def test_cg_fits_hyperparameters_on_the_subset():
 
 def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
     """Subset, then refine: the starts on a seeded subset, then one L-BFGS-B run on all N from their best."""
-    from fastfm import gp as gp_module
+    from fastfm.gp import regressor as gp_module
     monkeypatch.setattr(gp_module, "_REFINE_OPTIONS", gp_module._LBFGSB_OPTIONS)   # the hand-made half is uncapped
     _, kernel, X, y, _, _ = _problem(160)
     common = dict(n_restarts=1, random_state=5, noise=0.01)
@@ -539,7 +539,7 @@ def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
 
 
 def test_the_refinement_on_all_points_is_capped(monkeypatch):
-    from fastfm import gp as gp_module
+    from fastfm.gp import regressor as gp_module
     calls = []
     minimize = gp_module.minimize
 
@@ -555,7 +555,7 @@ def test_the_refinement_on_all_points_is_capped(monkeypatch):
 
 
 def test_auto_hyperparameter_subset_applies_above_its_threshold(monkeypatch):
-    from fastfm import gp as gp_module
+    from fastfm.gp import regressor as gp_module
     monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 40)
     monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 80)
     _, kernel, X, y, _, _ = _problem(120)
@@ -694,7 +694,7 @@ def test_regression_benchmark_runs_and_reports_every_model():
 
 
 def test_regression_benchmark_fit_each_fits_hyperparameters_at_every_size(monkeypatch):
-    from fastfm import gp as gp_module
+    from fastfm.gp import regressor as gp_module
     from fastfm.benchmarks.regression import run_regression_benchmark
     monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 30)
     monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 60)

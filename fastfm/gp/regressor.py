@@ -37,11 +37,12 @@ from scipy.linalg.blas import dsyr, dtrmm
 from scipy.linalg.lapack import dpotrf, dpotri, dtrtri
 from scipy.optimize import minimize
 
-from ._parallel import available_memory, thread_map
-from .exceptions import (BackendUnavailableError, FitError, InvalidConfigError, InvalidValueError,
+from .._parallel import available_memory, thread_map
+from ..exceptions import (BackendUnavailableError, FitError, InvalidConfigError, InvalidValueError,
                          NotPositiveDefiniteError)
+from .priors import restart_distribution
 
-__all__ = ["GaussianProcessRegressor", "GaussianLogPrior", "JitterWarning", "restart_distribution"]
+__all__ = ["GaussianProcessRegressor", "JitterWarning"]
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -165,47 +166,6 @@ class JitterWarning(RuntimeWarning):
     """The kernel matrix needed diagonal jitter to be factorised."""
 
 
-class GaussianLogPrior:
-    """An independent Gaussian prior on log hyperparameters, for ``theta_prior``.
-
-    log p(θ) = −½ Σ_j ((θ_j − mean_j)/std_j)² + const, over the regressor's full
-    vector ``[kernel.theta, log noise]``.  A weak prior (std of a few units of
-    log) keeps lengthscales and the noise away from the degenerate corners of
-    the bounds when BO has only a handful of points.
-
-    Parameters
-    ----------
-    mean : float or array of shape (n_theta + 1,)
-        Prior means of the log hyperparameters.
-    std : float or array of shape (n_theta + 1,)
-        Prior standard deviations (> 0), in log units.
-    """
-
-    def __init__(self, mean, std):
-        self.mean = mean
-        self.std = std
-
-    def __call__(self, theta):
-        """(log p(θ) up to a constant, ∂ log p/∂θ of shape (n,))."""
-        theta = np.asarray(theta, dtype=float)
-        mean = np.broadcast_to(np.asarray(self.mean, dtype=float), theta.shape)
-        std = np.broadcast_to(np.asarray(self.std, dtype=float), theta.shape)
-        if np.any(~(std > 0)):
-            raise ValueError(f"GaussianLogPrior std must be positive, got std={self.std!r}")
-        r = (theta - mean) / std
-        return -0.5 * float(r @ r), -r / std
-
-    def sample(self, rng, n, bounds):
-        """``n`` draws from the prior, clipped to ``bounds`` (shape (n_theta + 1, 2)): restart points."""
-        bounds = np.asarray(bounds, dtype=float)
-        mean = np.broadcast_to(np.asarray(self.mean, dtype=float), (len(bounds),))
-        std = np.broadcast_to(np.asarray(self.std, dtype=float), (len(bounds),))
-        return np.clip(mean + std * rng.standard_normal((n, len(bounds))), bounds[:, 0], bounds[:, 1])
-
-    def __repr__(self):
-        return f"GaussianLogPrior(mean={self.mean!r}, std={self.std!r})"
-
-
 def _check_noise_bounds(noise_bounds, noise):
     """Log bounds of the noise (1, 2); a fixed noise gets equal bounds (L-BFGS-B keeps it in place)."""
     if isinstance(noise_bounds, str):
@@ -324,28 +284,6 @@ def _where(kernel_theta, noise):
     """Error-message text naming the hyperparameters of a failed factorisation."""
     theta = np.append(kernel_theta, math.log(noise))
     return f" at theta=[kernel.theta, log noise]={np.array2string(theta, precision=4)}"
-
-
-# Where the regressor's random restarts start, in log units, for the names that differ from the BO
-# prior (fastfm.bo.DEFAULT_LOG_PRIORS).  β: graph smoothing from strong (β = 20, a discrete variable
-# barely separates its states) rather than the prior's β = 1, where the product of the FM factors
-# over ten discrete variables is nearly δ(x, x') — a white-noise kernel on a flat plateau of the
-# likelihood.  On the 1,000-point mixed regression set, 8 of 10 such starts reached the best optimum
-# (seeds 0 and 1), against 0–2 of 10 uniform or prior draws (BENCHMARKS.md, "Restarts").
-_RESTART_OVERRIDES = {"beta": (math.log(20.0), 1.0)}
-
-
-def restart_distribution(kernel):
-    """The distribution of ``GaussianProcessRegressor``'s random restarts without a ``theta_prior``.
-
-    A :class:`GaussianLogPrior` over ``[kernel.theta, log noise]``, used only to draw
-    start points (clipped to the bounds), never added to the objective: the BO
-    defaults of ``fastfm.bo.DEFAULT_LOG_PRIORS`` with the graph smoothing β started
-    strong (see ``_RESTART_OVERRIDES``).
-    """
-    from .bo import default_hyperparameter_prior
-
-    return default_hyperparameter_prior(kernel, overrides=_RESTART_OVERRIDES)
 
 
 class GaussianProcessRegressor:
@@ -686,7 +624,7 @@ class GaussianProcessRegressor:
         """``_lml`` with the Gram, its factor and W kept on the GPU (``fastfm._backends.cuda_linalg``).
 
         The same GPML Alg. 2.1 and Eq. 5.9; only O(N) numbers cross the bus."""
-        from ._backends.cuda_linalg import DeviceCholesky
+        from .._backends.cuda_linalg import DeviceCholesky
 
         context = (lambda: _where(theta, noise))
         factor = DeviceCholesky(terms.gram_on_device(theta), noise, _JITTER_SCHEDULE, context)   # line 2
@@ -1197,7 +1135,7 @@ class GaussianProcessRegressor:
         elif not isinstance(limit, numbers.Integral) or isinstance(limit, bool) or limit < 1:
             raise InvalidConfigError(f"max_exact_n must be a positive integer or 'auto', got max_exact_n={limit!r}",
                                      "max_exact_n", limit)
-        from .gp_large import check_cg_options
+        from ..gp_large import check_cg_options
         check_cg_options(self.cg_options)  # fail early on bad options, whatever the solver
         if self.method != "auto":
             return self.method, int(limit)
@@ -1246,7 +1184,7 @@ class GaussianProcessRegressor:
 
     def _fit_cg(self, X, y_train, y_transform, subset, max_exact_n):
         """Matrix-free fit: hyperparameters on a random subset (exact), then α = (K + noise·I)⁻¹ y by PCG."""
-        from .gp_large import check_cg_options, solve_system
+        from ..gp_large import check_cg_options, solve_system
         options = check_cg_options(self.cg_options)
         noise, _ = self._check_params()
         n = X.shape[0]
@@ -1290,7 +1228,7 @@ class GaussianProcessRegressor:
         Where PCG ran with single-precision kernel values (``cg_options["precision"]``), so does this product:
         α is exact only to PCG's tol (≥ 1e-4 under "auto"), and the single-precision values move the mean by
         about 1e-5 of y's scale (BENCHMARKS.md, "Single-precision K·V inside PCG"), for a product 3.8× faster."""
-        from .gp_large import _single_precision_product, kernel_matvec
+        from ..gp_large import _single_precision_product, kernel_matvec
         if self.solver_ == "cg" and self.cg_info_.n_single_precision_iter:
             product = _single_precision_product(self.kernel_, X, Y=self.X_train_)
             if product is not None:
@@ -1299,7 +1237,7 @@ class GaussianProcessRegressor:
 
     def _predict_cg(self, X):
         """(mu, sigma) of the standardised latent f for the PCG solver: exact mean, DTC std (gp_large)."""
-        from .gp_large import dtc_variance
+        from ..gp_large import dtc_variance
         var = dtc_variance(self.kernel_, self.X_train_, self._preconditioner, X, self.noise_)
         return self._predict_mean(X), np.sqrt(var)
     # <<< Large-N solver selection and the matrix-free (PCG) path
