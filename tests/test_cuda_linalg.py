@@ -16,7 +16,7 @@ from test_cuda_backend import cuda_backend  # noqa: F401  (the fixture: GPU, els
 import fastfm as ff
 from fastfm import _backends
 from fastfm.exceptions import InvalidValueError, NotPositiveDefiniteError
-from fastfm.gp.regressor import _JITTER_SCHEDULE, _cholesky_in_place
+from fastfm.gp._linalg import _JITTER_SCHEDULE, _cholesky_in_place
 
 pytest.importorskip("numba", reason="numba is not installed (it is in the 'test' extra)")
 

@@ -6,7 +6,7 @@ import pytest
 
 import fastfm as ff
 from fastfm.exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from fastfm.gp import regressor as gp_module
+from fastfm.gp import _linalg, regressor as gp_module
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from fastfm.kernels import RBF, Matern52, ModLap, ModNN
 
@@ -122,18 +122,18 @@ def test_prior_enters_objective_and_gradient():
 # ----------------------------------------------------------------------------- one N × N buffer per evaluation
 @pytest.mark.parametrize("n, block", [(1, 4), (7, 3), (9, 3), (10, 16), (300, 128)])
 def test_overwrite_strict_lower_mirrors_or_zeros_in_blocks(monkeypatch, n, block):
-    monkeypatch.setattr(gp_module, "_MIRROR_BLOCK", block)
+    monkeypatch.setattr(_linalg, "_MIRROR_BLOCK", block)
     M = np.random.default_rng(n).standard_normal((n, n))
     upper = np.triu(M)
     mirrored = M.copy()
-    gp_module._overwrite_strict_lower(mirrored)
+    _linalg._overwrite_strict_lower(mirrored)
     np.testing.assert_array_equal(mirrored, upper + np.triu(M, 1).T)
     zeroed = M.copy()
-    gp_module._overwrite_strict_lower(zeroed, with_zeros=True)
+    _linalg._overwrite_strict_lower(zeroed, with_zeros=True)
     np.testing.assert_array_equal(zeroed, upper)
     # on the transposed view it overwrites the strict upper triangle from the lower one
     from_lower = M.copy()
-    gp_module._overwrite_strict_lower(from_lower.T)
+    _linalg._overwrite_strict_lower(from_lower.T)
     np.testing.assert_array_equal(from_lower, np.tril(M) + np.tril(M, -1).T)
 
 
@@ -145,7 +145,7 @@ def _spd(n, seed, rank=None):
 def test_cholesky_in_place_factorises_in_the_grams_buffer():
     K = _spd(40, seed=1)
     work = K.copy()
-    factor, jitter = gp_module._cholesky_in_place(work)
+    factor, jitter = _linalg._cholesky_in_place(work)
     assert jitter == 0.0
     assert np.shares_memory(factor, work)
     np.testing.assert_allclose(np.tril(factor), np.linalg.cholesky(K), rtol=1e-12, atol=1e-12)
@@ -157,9 +157,9 @@ def test_cholesky_in_place_jitter_retries_restore_k():
     """A rank-deficient K fails the first factorisation; each retry starts again from K (restored from the
     triangle dpotrf does not touch) plus a larger jitter, so the factor is exactly that of K + jitter·I."""
     K = _spd(30, seed=2, rank=10)
-    factor, jitter = gp_module._cholesky_in_place(K.copy())
+    factor, jitter = _linalg._cholesky_in_place(K.copy())
     assert jitter > 0
-    assert jitter / np.mean(np.diag(K)) in gp_module._JITTER_SCHEDULE
+    assert jitter / np.mean(np.diag(K)) in _linalg._JITTER_SCHEDULE
     expected = np.linalg.cholesky(K + jitter * np.eye(30))
     np.testing.assert_allclose(np.tril(factor), expected, rtol=1e-9, atol=1e-9 * np.max(np.abs(expected)))
 
@@ -168,18 +168,18 @@ def test_cholesky_in_place_names_the_problem():
     K = _spd(5, seed=3)
     K[4, 1] = K[1, 4] = np.inf
     with pytest.raises(NotPositiveDefiniteError, match=r"non-finite value K\[1, 4\]=inf at x"):
-        gp_module._cholesky_in_place(K, lambda: " at x")
+        _linalg._cholesky_in_place(K, lambda: " at x")
     with pytest.raises(NotPositiveDefiniteError, match="non-positive mean diagonal"):
-        gp_module._cholesky_in_place(-np.eye(3))
+        _linalg._cholesky_in_place(-np.eye(3))
     with pytest.raises(NotPositiveDefiniteError, match="not positive definite even with jitter"):
-        gp_module._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
+        _linalg._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
 
 
 @pytest.mark.parametrize("name", ["modlap", "addlap", "prodlap"])
 def test_in_place_likelihood_matches_the_dense_definition(monkeypatch, name):
     """The likelihood and its gradient from one reused buffer equal the textbook formulas: the FM path and
     the generic one (sums, products), with the mirroring split in several blocks (N = 90, blocks of 32)."""
-    monkeypatch.setattr(gp_module, "_MIRROR_BLOCK", 32)
+    monkeypatch.setattr(_linalg, "_MIRROR_BLOCK", 32)
     X, y = _data(MIXED, 90, seed=6)
     y = (y - y.mean()) / y.std()
     kernel = ff.kernels.make_kernel(name, MIXED)

@@ -25,7 +25,6 @@ Numerics (GPML = Rasmussen & Williams 2006)
   (``_JITTER_SCHEDULE``); ``fit`` warns with :class:`JitterWarning` when the
   final model needed one.
 """
-import contextlib
 import logging
 import math
 import numbers
@@ -33,13 +32,14 @@ import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.linalg.blas import dsyr, dtrmm
-from scipy.linalg.lapack import dpotrf, dpotri, dtrtri
+from scipy.linalg.blas import dtrmm
+from scipy.linalg.lapack import dtrtri
 from scipy.optimize import minimize
 
 from .._parallel import available_memory, thread_map
-from ..exceptions import (BackendUnavailableError, FitError, InvalidConfigError, InvalidValueError,
-                         NotPositiveDefiniteError)
+from ..exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
+from . import _linalg, mll
+from ._linalg import JitterWarning
 from .priors import restart_distribution
 
 __all__ = ["GaussianProcessRegressor", "JitterWarning"]
@@ -70,16 +70,6 @@ _METHODS = ("auto", "cholesky", "cg")
 # "One N × N buffer").
 _AUTO_SUBSET = 2000
 _AUTO_SUBSET_MIN_N = 2 * _AUTO_SUBSET
-
-# Jitter added to the diagonal, as a multiple of the mean diagonal of K + noise·I, tried in this order
-# after a plain Cholesky fails: 1e-10 .. 1e-4 in decades.  Beyond 1e-4 the jitter would dominate the
-# smallest noise (1e-6 by default) by orders of magnitude and the model would no longer be the one asked for.
-_JITTER_SCHEDULE = tuple(10.0 ** e for e in range(-10, -3))
-
-# Side of the square blocks in which _overwrite_strict_lower copies one triangle onto the other: 128 KB per
-# block, so the strided side of the copy stays in cache, and the diagonal blocks' temporaries stay small.
-# 128 was the fastest of 64-512 at N = 6,000 (38 ms for one mirror) and within 15% at N = 10,000.
-_MIRROR_BLOCK = 128
 
 # Value of −log marginal likelihood returned to L-BFGS-B for a θ where the Cholesky fails or the result is
 # non-finite: large enough to be worse than any attainable value (|log p| ≲ N²/noise_min stays far below
@@ -125,23 +115,7 @@ _SCREEN_MAXITER = 10
 # continuous inputs (e.g. the non-stationary ModNN); the inputs live in the unit cube.
 _DIAG_FD_STEP = 1e-6
 
-# Up to this many training points the hyperparameter search runs BLAS/LAPACK on one thread: an N ≤ 2000
-# Cholesky gains little from threads, while a threaded BLAS pool contending with the kernel backend's
-# OpenMP threads (or a busy machine) was measured 100× slower per factorisation at N = 200.
-_SERIAL_BLAS_MAX_N = 2000
 
-_LOG_2PI = math.log(2.0 * math.pi)
-
-
-def _serial_blas(n):
-    """Context limiting BLAS to one thread for an n-point fit (needs threadpoolctl; a no-op without it)."""
-    if n > _SERIAL_BLAS_MAX_N:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: scikit-learn depends on it, fastfm does not
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
 
 
 # Restarts run in parallel threads (the kernel backends release the GIL, fastfm._parallel) when the
@@ -162,10 +136,6 @@ def _kernel_space(kernel):
     return None
 
 
-class JitterWarning(RuntimeWarning):
-    """The kernel matrix needed diagonal jitter to be factorised."""
-
-
 def _check_noise_bounds(noise_bounds, noise):
     """Log bounds of the noise (1, 2); a fixed noise gets equal bounds (L-BFGS-B keeps it in place)."""
     if isinstance(noise_bounds, str):
@@ -177,88 +147,6 @@ def _check_noise_bounds(noise_bounds, noise):
         raise ValueError(f"noise_bounds must be a positive (low, high) pair with low < high, "
                          f"got noise_bounds={noise_bounds!r}")
     return np.log(b)[None, :]
-
-
-def _raise_on_non_finite(K, context):
-    """NotPositiveDefiniteError naming the first NaN/inf of K, if it has one.
-
-    One pass of a sum decides the common case without an N² boolean temporary: a finite sum means
-    every entry is finite (a NaN or inf propagates); an overflowing sum of finite entries is rechecked."""
-    if math.isfinite(float(np.sum(K))):
-        return
-    bad = np.argwhere(~np.isfinite(K))
-    if len(bad):
-        i, j = bad[0]
-        where = "" if context is None else context()
-        raise NotPositiveDefiniteError(
-            f"the kernel matrix holds a non-finite value K[{i}, {j}]={float(K[i, j])!r}{where}; "
-            "check the inputs and the kernel's hyperparameters")
-
-
-def _writable_gram(K):
-    """K itself when the likelihood may overwrite it (C-contiguous, writable: a fresh Gram), else a copy."""
-    return K if K.flags.c_contiguous and K.flags.writeable else np.array(K, order="C")
-
-
-def _overwrite_strict_lower(M, with_zeros=False):
-    """M[j, i] := M[i, j] for j > i (the upper triangle mirrored; 0 with ``with_zeros``), in place, by square
-    blocks: no N² temporary.  Works on any strided view: ``_overwrite_strict_lower(M.T)`` overwrites the
-    strict upper triangle from the lower one."""
-    n = M.shape[0]
-    for i0 in range(0, n, _MIRROR_BLOCK):
-        i1 = min(n, i0 + _MIRROR_BLOCK)
-        diagonal_block = M[i0:i1, i0:i1]
-        diagonal_block[...] = np.triu(diagonal_block) + (0.0 if with_zeros else np.triu(diagonal_block, 1).T)
-        for j0 in range(i1, n, _MIRROR_BLOCK):
-            j1 = min(n, j0 + _MIRROR_BLOCK)
-            M[j0:j1, i0:i1] = 0.0 if with_zeros else M[i0:i1, j0:j1].T
-
-
-def _cholesky_in_place(K, context=None):
-    """Lower Cholesky factor of K written over K's own buffer, adding jitter on the diagonal if needed.
-
-    Parameters
-    ----------
-    K : C-contiguous writable ndarray of shape (N, N)
-        Symmetric K + noise·I, a temporary the caller owns: it is overwritten.
-    context : callable or None
-        Returns text naming the hyperparameters, for error messages only
-        (called lazily: formatting costs more than a small factorisation).
-
-    Returns
-    -------
-    factor : ndarray of shape (N, N), Fortran-ordered, sharing K's memory
-        Its lower triangle is L (L Lᵀ = K + jitter·I); its strict upper triangle still holds K's.
-    jitter : float
-
-    LAPACK's dpotrf reads and writes one triangle only.  Factorising Kᵀ (Fortran-ordered, the same memory)
-    in place keeps the other triangle, so a failed attempt is undone by mirroring it back, and no copy of K
-    is ever made: one N × N buffer serves the Gram, its factor, K⁻¹ and the gradient weights
-    (``GaussianProcessRegressor._lml``).
-    """
-    _raise_on_non_finite(K, context)
-    factor = K.T
-    diagonal = K.diagonal().copy()
-    result, info = dpotrf(factor, lower=1, clean=0, overwrite_a=1)
-    if info == 0:
-        return result, 0.0
-    scale = float(np.mean(diagonal))
-    if not scale > 0:
-        where = "" if context is None else context()
-        raise NotPositiveDefiniteError(
-            f"the kernel matrix has a non-positive mean diagonal {scale!r}{where}; it cannot be a covariance")
-    for multiple in _JITTER_SCHEDULE:
-        jitter = multiple * scale
-        _overwrite_strict_lower(factor)    # factor's lower triangle := K's, kept in its upper one
-        np.fill_diagonal(factor, diagonal + jitter)
-        result, info = dpotrf(factor, lower=1, clean=0, overwrite_a=1)
-        if info == 0:
-            return result, jitter
-    where = "" if context is None else context()
-    raise NotPositiveDefiniteError(
-        f"the kernel matrix (N={K.shape[0]}) is not positive definite even with jitter "
-        f"{_JITTER_SCHEDULE[-1]:.0e}·mean(diag){where}; raise the noise lower bound (noise_bounds), "
-        "remove duplicate inputs, or check the kernel")
 
 
 def _memory_limited_exact_n():
@@ -278,12 +166,6 @@ def _concurrent_factorisations(n):
     if available is None:
         return None
     return max(1, int(_EXACT_MEMORY_SHARE * available / (8.0 * n * n)) - (_EXACT_FOOTPRINT_ARRAYS - 1))
-
-
-def _where(kernel_theta, noise):
-    """Error-message text naming the hyperparameters of a failed factorisation."""
-    theta = np.append(kernel_theta, math.log(noise))
-    return f" at theta=[kernel.theta, log noise]={np.array2string(theta, precision=4)}"
 
 
 class GaussianProcessRegressor:
@@ -555,86 +437,15 @@ class GaussianProcessRegressor:
 
         Factorised in the Gram's own buffer (``_cholesky_in_place``): the fit's final factorisation
         holds one N × N array, the one kept as ``L_``."""
-        K = _writable_gram(kernel(X))
+        K = _linalg._writable_gram(kernel(X))
         K.flat[::K.shape[0] + 1] += noise
-        L, jitter = _cholesky_in_place(K, lambda: _where(kernel.theta, noise))
-        _overwrite_strict_lower(L.T, with_zeros=True)   # L_ is used as a matrix too: zeros above
+        L, jitter = _linalg._cholesky_in_place(K, lambda: _linalg._where(kernel.theta, noise))
+        _linalg._overwrite_strict_lower(L.T, with_zeros=True)   # L_ is used as a matrix too: zeros above
         return L, jitter
 
-    @staticmethod
-    def _lml_from_factor(L, y):
-        """(log p(y|X,θ), α) from the Cholesky factor: GPML Alg. 2.1, lines 3 and 8.
-
-        Only L's lower triangle is read (LAPACK trtrs), so ``_cholesky_in_place``'s factor serves as is."""
-        # line 3: α := Lᵀ \ (L \ y)
-        alpha = solve_triangular(L, y, lower=True, check_finite=False)
-        quad = float(alpha @ alpha)
-        alpha = solve_triangular(L, alpha, lower=True, trans="T", check_finite=False)
-        # line 8 (Eq. 2.30): log p = −½ yᵀα − Σ log L_ii − (n/2) log 2π
-        lml = -0.5 * quad - float(np.sum(np.log(np.diag(L)))) - 0.5 * len(y) * _LOG_2PI
-        return lml, alpha
-
-    @staticmethod
-    def _lml_gradient(reduction, factor, alpha, noise):
-        """∂ log p/∂[θ, log noise] by GPML Eq. 5.9 without the N×N×n_theta tensor.
-
-        ``factor`` is ``_cholesky_in_place``'s (L in the lower triangle of a Fortran-ordered buffer the
-        caller owns); it is overwritten by W.  ``reduction(W)`` is the kernel's Σ_ab W_ab ∂K_ab/∂θ_j at
-        the factorised θ.
-        """
-        # W = ½(ααᵀ − K⁻¹): Eq. 5.9 reads ∂/∂θ_j = Σ_ab W_ab ∂K_ab/∂θ_j.  Formed in the factor's buffer:
-        # dpotri writes K⁻¹'s lower triangle over L, dsyr adds ½ααᵀ to that triangle, and the mirror
-        # completes the symmetric W, so no other N × N array is allocated.
-        W, info = dpotri(factor, lower=1, overwrite_c=1)
-        if info != 0:
-            raise NotPositiveDefiniteError(f"inverting the Cholesky factor failed (LAPACK dpotri info={info})")
-        W *= -0.5
-        W = dsyr(0.5, alpha, lower=1, a=W, overwrite_a=1)
-        _overwrite_strict_lower(W.T)
-        # ∂K/∂log noise = noise·I, so the noise term is noise·tr(W)
-        grad_noise = noise * float(np.trace(W))
-        grad_kernel = reduction(W.T)   # W is symmetric: its C-ordered view is the same matrix
-        return np.append(grad_kernel, grad_noise)
-
     def _lml(self, terms, theta, y, log_noise, eval_gradient):
-        """log p(y|X,θ) (and its gradient) at kernel θ = ``theta`` and noise = exp(log_noise).
-
-        ``terms`` is ``kernel._likelihood_terms(X)``.  Raises NotPositiveDefiniteError when
-        K + noise·I cannot be factorised.
-        """
-        noise = math.exp(log_noise)
-        if getattr(terms, "device", None) is not None:
-            try:
-                return self._lml_on_device(terms, theta, y, noise, eval_gradient)
-            except BackendUnavailableError as error:   # e.g. no room for the N × N buffers: the host path
-                warnings.warn(f"fastfm: the GP likelihood cannot stay on the GPU ({error}); factorising on the "
-                              "host instead", RuntimeWarning, stacklevel=2)
-                terms.device = None
-        K = _writable_gram(terms.gram(theta))
-        K.flat[::K.shape[0] + 1] += noise
-        # one N × N buffer for the whole evaluation: K, then L, then W (_cholesky_in_place)
-        factor, _ = _cholesky_in_place(K, lambda: _where(theta, noise))
-        lml, alpha = self._lml_from_factor(factor, y)
-        if not eval_gradient:
-            return lml
-        return lml, self._lml_gradient(terms.reduction, factor, alpha, noise)
-
-    @staticmethod
-    def _lml_on_device(terms, theta, y, noise, eval_gradient):
-        """``_lml`` with the Gram, its factor and W kept on the GPU (``fastfm._backends.cuda_linalg``).
-
-        The same GPML Alg. 2.1 and Eq. 5.9; only O(N) numbers cross the bus."""
-        from .._backends.cuda_linalg import DeviceCholesky
-
-        context = (lambda: _where(theta, noise))
-        factor = DeviceCholesky(terms.gram_on_device(theta), noise, _JITTER_SCHEDULE, context)   # line 2
-        quad, alpha = factor.solve(y)                                                            # line 3
-        lml = -0.5 * quad - 0.5 * factor.log_determinant - 0.5 * len(y) * _LOG_2PI               # line 8
-        if not eval_gradient:
-            return lml
-        W, w_diag = factor.likelihood_weights(alpha, terms.splits_diagonal)   # W = ½(ααᵀ − K⁻¹)
-        grad_kernel = terms.reduction_on_device(W, w_diag)
-        return lml, np.append(grad_kernel, noise * float(np.sum(w_diag)))
+        """``mll.lml``: kept for callers of the private method (asv's bench_gp, cuda_bench, the peers' scripts)."""
+        return mll.lml(terms, theta, y, log_noise, eval_gradient)
 
     def _objective(self, kernel, X, y, n_kernel):
         """f(θ) = −log p(y|X,θ) − log p(θ) and its gradient for L-BFGS-B (a failed θ gives a large value)."""
@@ -758,7 +569,7 @@ class GaussianProcessRegressor:
             # holding two N × N buffers of its memory (fastfm._backends.cuda_linalg)
             on_gpu = kernel._device_module(X) is not None
             parallel = X.shape[0] >= _PARALLEL_RESTART_MIN_N and not on_gpu
-            with _serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel,
+            with _linalg._serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel,
                                                       max_workers=_concurrent_factorisations(X.shape[0])) as run_all:
                 results = run_all(run_start, starts)
                 if racing:
@@ -791,13 +602,13 @@ class GaussianProcessRegressor:
         # Final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed.  Serial BLAS
         # here too: outside it a threaded 200×200 Cholesky took 250 ms instead of 0.15 ms on a busy machine.
         noise = math.exp(log_noise)
-        with _serial_blas(X.shape[0]):
+        with _linalg._serial_blas(X.shape[0]):
             L, jitter = self._factorise(kernel, X, noise)
         if jitter > 0:
             warnings.warn(f"fastfm: the kernel matrix needed jitter {jitter:.3g} on its diagonal to be "
                           f"factorised (noise={noise:.3g}); predictions are slightly smoothed",
-                          JitterWarning, stacklevel=2)
-        lml, alpha = self._lml_from_factor(L, y_train)
+                          _linalg.JitterWarning, stacklevel=2)
+        lml, alpha = mll.lml_from_factor(L, y_train)
 
         # Everything succeeded: only now replace the fitted state.
         self.kernel_ = kernel
