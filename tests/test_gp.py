@@ -458,6 +458,18 @@ def test_duplicates_without_noise_need_jitter_and_warn():
     assert np.all(np.isfinite(gp.predict(X)))
 
 
+def test_jitter_warnings_point_at_the_caller_of_fit():
+    """Wherever the factorisation that needed jitter sits (the final one, or the hyperparameter subset's
+    before the refinement on all points), the warning names this file, the line that called fit."""
+    X = np.repeat(CONTINUOUS.sample_encoded(6, seed=1), 2, axis=0)
+    for options in ({"optimizer": None}, {"n_restarts": 0, "hyperparameter_subset": 6, "random_state": 0}):
+        with pytest.warns(JitterWarning) as record:
+            GaussianProcessRegressor(RBF(CONTINUOUS), noise=1e-300, noise_bounds="fixed", **options).fit(
+                X, np.arange(12.0))
+        assert [w.filename for w in record] == [__file__] * len(record), options
+    assert len(record) == 2      # the subset's factorisation and the final one each warned
+
+
 def test_log_transform_y():
     X, y = _data(CONTINUOUS, 15, seed=10)
     y = np.exp(y)

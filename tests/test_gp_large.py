@@ -444,8 +444,9 @@ def test_exact_fit_out_of_memory_falls_back_to_cg_under_auto(monkeypatch):
         raise MemoryError("no room for N × N")
 
     monkeypatch.setattr(ff.GaussianProcessRegressor, "_fit_exact", out_of_memory)
-    with pytest.warns(RuntimeWarning, match="ran out of memory; fitting with the matrix-free solver"):
+    with pytest.warns(RuntimeWarning, match="ran out of memory; fitting with the matrix-free solver") as record:
         gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
+    assert record[0].filename == __file__      # the line that called fit
     assert gp.solver_ == "cg" and gp.cg_info_.converged
     with pytest.raises(MemoryError):   # asked for the exact solver: no silent change of method
         ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, method="cholesky").fit(X, y)

@@ -8,7 +8,6 @@
   the host as the fallback when the device has no room.
 """
 import math
-import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -16,7 +15,7 @@ from scipy.linalg.blas import dsyr
 from scipy.linalg.lapack import dpotri
 
 from ..exceptions import BackendUnavailableError, NotPositiveDefiniteError
-from . import _linalg
+from . import _linalg, _warnings
 
 __all__ = ["lml", "lml_from_factor", "lml_gradient"]
 
@@ -69,8 +68,8 @@ def lml(terms, theta, y, log_noise, eval_gradient):
         try:
             return _lml_on_device(terms, theta, y, noise, eval_gradient)
         except BackendUnavailableError as error:   # e.g. no room for the N × N buffers: the host path
-            warnings.warn(f"fastfm: the GP likelihood cannot stay on the GPU ({error}); factorising on the "
-                          "host instead", RuntimeWarning, stacklevel=2)
+            _warnings.warn(f"fastfm: the GP likelihood cannot stay on the GPU ({error}); factorising on the "
+                           "host instead", RuntimeWarning)
             terms.device = None
     K = _linalg._writable_gram(terms.gram(theta))
     K.flat[::K.shape[0] + 1] += noise

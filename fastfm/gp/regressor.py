@@ -28,7 +28,6 @@ Numerics (GPML = Rasmussen & Williams 2006)
 import logging
 import math
 import numbers
-import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -38,7 +37,7 @@ from scipy.optimize import minimize
 
 from .._parallel import available_memory, thread_map
 from ..exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from . import _linalg, mll
+from . import _linalg, _warnings, mll
 from ._linalg import JitterWarning
 from .priors import restart_distribution
 
@@ -515,8 +514,8 @@ class GaussianProcessRegressor:
                     raise
                 # the N × N arrays did not fit after all (max_exact_n_ is an estimate): nothing fitted was
                 # replaced yet, and the matrix-free solver needs O(N·rank) memory
-                warnings.warn(f"fastfm: the exact GP fit of N={X.shape[0]} points ran out of memory; fitting "
-                              "with the matrix-free solver (method='cg') instead", RuntimeWarning, stacklevel=2)
+                _warnings.warn(f"fastfm: the exact GP fit of N={X.shape[0]} points ran out of memory; fitting "
+                               "with the matrix-free solver (method='cg') instead", RuntimeWarning)
                 solver = "cg"
         return self._fit_cg(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver), max_exact_n)
 
@@ -605,9 +604,8 @@ class GaussianProcessRegressor:
         with _linalg._serial_blas(X.shape[0]):
             L, jitter = self._factorise(kernel, X, noise)
         if jitter > 0:
-            warnings.warn(f"fastfm: the kernel matrix needed jitter {jitter:.3g} on its diagonal to be "
-                          f"factorised (noise={noise:.3g}); predictions are slightly smoothed",
-                          _linalg.JitterWarning, stacklevel=2)
+            _warnings.warn(f"fastfm: the kernel matrix needed jitter {jitter:.3g} on its diagonal to be "
+                           f"factorised (noise={noise:.3g}); predictions are slightly smoothed", JitterWarning)
         lml, alpha = mll.lml_from_factor(L, y_train)
 
         # Everything succeeded: only now replace the fitted state.
