@@ -37,9 +37,11 @@ from scipy.optimize import minimize
 
 from .._parallel import available_memory, thread_map
 from ..exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
+from ..kernels import matvec
 from . import _linalg, _warnings, mll
 from ._linalg import JitterWarning
 from .priors import restart_distribution
+from .solvers import cg
 
 __all__ = ["GaussianProcessRegressor", "JitterWarning"]
 
@@ -222,7 +224,7 @@ class GaussianProcessRegressor:
         convergence.
     method : {"auto", "cholesky", "cg"}, default "auto"
         Linear-algebra solver.  "cholesky": exact (GPML Alg. 2.1), O(N²) memory.
-        "cg": matrix-free (``fastfm.gp_large``): preconditioned conjugate
+        "cg": matrix-free (``fastfm.gp.solvers.cg``): preconditioned conjugate
         gradients with kernel matrix-vector products computed on the fly,
         hyperparameters fitted exactly on a random subset of
         ``hyperparameter_subset`` points; predictive std from the DTC
@@ -234,13 +236,13 @@ class GaussianProcessRegressor:
         fewer than three N × N float64 arrays in 75% of it (e.g. 15,800 with 8 GB available).  The
         value used is ``max_exact_n_``.
     cg_options : dict or None
-        Overrides of ``fastfm.gp_large.DEFAULT_CG_OPTIONS``: tol (relative
+        Overrides of ``fastfm.gp.solvers.cg.DEFAULT_CG_OPTIONS``: tol (relative
         PCG residual, default 1e-2), max_iter, rank (pivoted-Cholesky
-        preconditioner rank; default None = ``gp_large.default_rank(N)``,
+        preconditioner rank; default None = ``preconditioner.default_rank(N)``,
         N/10 between 300 and 4,000: the fitted model keeps two rank × N
         float64 arrays, 3.2 GB at N = 50,000), n_probes, block_size
         (the PITC block size of the preconditioner, 1 for the FITC diagonal;
-        default None = ``gp_large.default_block_size(N)``, 4,000 up to
+        default None = ``preconditioner.default_block_size(N)``, 4,000 up to
         N = 50,000: the fitted model keeps the blocks' Cholesky factors, an
         N × 4,000 float64 array in all, 1.6 GB at N = 50,000),
         precision ("auto", "double" or "mixed": single-precision kernel values
@@ -292,7 +294,7 @@ class GaussianProcessRegressor:
         a RuntimeWarning.
     max_exact_n_ : int
         The ``max_exact_n`` this fit compared N with (``max_exact_n="auto"`` resolved).
-    cg_info_ : fastfm.gp_large.CGInfo or None
+    cg_info_ : fastfm.gp.solvers._pcg.CGInfo or None
         PCG iterations and final relative residuals (``solver_ == "cg"`` only).
     n_restarts_failed_ : int
         Starts whose optimisation failed (skipped).
@@ -931,7 +933,7 @@ class GaussianProcessRegressor:
                 f"log_transform_y={self.log_transform_y}, method={self.method!r}{solver})")
 
     # =====================================================================
-    # >>> Large-N solver selection and the matrix-free (PCG) path (fastfm/gp_large.py)
+    # >>> Large-N solver selection and the matrix-free (PCG) path (fastfm/gp/solvers)
     # =====================================================================
     def _select_solver(self, n):
         """("cholesky" or "cg", the max_exact_n compared with) for n training points (``method``, ``max_exact_n``)."""
@@ -944,8 +946,7 @@ class GaussianProcessRegressor:
         elif not isinstance(limit, numbers.Integral) or isinstance(limit, bool) or limit < 1:
             raise InvalidConfigError(f"max_exact_n must be a positive integer or 'auto', got max_exact_n={limit!r}",
                                      "max_exact_n", limit)
-        from ..gp_large import check_cg_options
-        check_cg_options(self.cg_options)  # fail early on bad options, whatever the solver
+        cg.check_cg_options(self.cg_options)  # fail early on bad options, whatever the solver
         if self.method != "auto":
             return self.method, int(limit)
         return ("cholesky" if n <= limit else "cg"), int(limit)
@@ -993,8 +994,7 @@ class GaussianProcessRegressor:
 
     def _fit_cg(self, X, y_train, y_transform, subset, max_exact_n):
         """Matrix-free fit: hyperparameters on a random subset (exact), then α = (K + noise·I)⁻¹ y by PCG."""
-        from ..gp_large import check_cg_options, solve_system
-        options = check_cg_options(self.cg_options)
+        options = cg.check_cg_options(self.cg_options)
         noise, _ = self._check_params()
         n = X.shape[0]
         lml = float("nan")
@@ -1005,7 +1005,7 @@ class GaussianProcessRegressor:
             lml, n_failed = tuned.log_marginal_likelihood_value_, tuned.n_restarts_failed_
         else:
             kernel = self.kernel.clone_with_theta(self.kernel.theta)
-        solution, info, preconditioner = solve_system(kernel, X, noise, y_train[:, None], options)
+        solution, info, preconditioner = cg.solve_system(kernel, X, noise, y_train[:, None], options)
 
         self.kernel_ = kernel
         self.noise_ = float(noise)
@@ -1037,17 +1037,15 @@ class GaussianProcessRegressor:
         Where PCG ran with single-precision kernel values (``cg_options["precision"]``), so does this product:
         α is exact only to PCG's tol (≥ 1e-4 under "auto"), and the single-precision values move the mean by
         about 1e-5 of y's scale (BENCHMARKS.md, "Single-precision K·V inside PCG"), for a product 3.8× faster."""
-        from ..gp_large import _single_precision_product, kernel_matvec
         if self.solver_ == "cg" and self.cg_info_.n_single_precision_iter:
-            product = _single_precision_product(self.kernel_, X, Y=self.X_train_)
+            product = matvec._single_precision_product(self.kernel_, X, Y=self.X_train_)
             if product is not None:
                 return product(self.alpha_[:, None])[:, 0]
-        return kernel_matvec(self.kernel_, X, self.alpha_, Y=self.X_train_)
+        return matvec.kernel_matvec(self.kernel_, X, self.alpha_, Y=self.X_train_)
 
     def _predict_cg(self, X):
-        """(mu, sigma) of the standardised latent f for the PCG solver: exact mean, DTC std (gp_large)."""
-        from ..gp_large import dtc_variance
-        var = dtc_variance(self.kernel_, self.X_train_, self._preconditioner, X, self.noise_)
+        """(mu, sigma) of the standardised latent f for the PCG solver: exact mean, DTC std (solvers.cg)."""
+        var = cg.dtc_variance(self.kernel_, self.X_train_, self._preconditioner, X, self.noise_)
         return self._predict_mean(X), np.sqrt(var)
     # <<< Large-N solver selection and the matrix-free (PCG) path
 
