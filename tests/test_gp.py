@@ -7,6 +7,7 @@ import pytest
 import fastfm as ff
 from fastfm.exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
 from fastfm.gp import _linalg, regressor as gp_module
+from fastfm.gp.solvers import cholesky
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from fastfm.kernels import RBF, Matern52, ModLap, ModNN
 
@@ -254,7 +255,7 @@ def test_predictions_in_blocks_of_rows_equal_the_whole_block(monkeypatch):
     gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
     whole = gp.predict(X_test, return_std=True)
     # 256-row blocks (the floor) for 700 points: blocks of 256, 256 and 188
-    monkeypatch.setattr(gp_module, "_CROSS_BLOCK_BYTES", 8 * 40)
+    monkeypatch.setattr(cholesky, "_CROSS_BLOCK_BYTES", 8 * 40)
     blocked = gp.predict(X_test, return_std=True)
     np.testing.assert_allclose(blocked[0], whole[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(blocked[1], whole[1], rtol=1e-10, atol=1e-12)

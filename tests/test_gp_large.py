@@ -10,6 +10,7 @@ import pytest
 from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp, forced_lanes  # noqa: F401
 
 import fastfm as ff
+from fastfm import _parallel
 from fastfm.gp import regressor as gp_module
 from fastfm.gp.solvers import _pcg, cg, preconditioner
 from fastfm.kernels import matvec
@@ -428,7 +429,7 @@ def test_auto_selects_cholesky_up_to_max_exact_n_then_cg():
     (3 * 8 * 159 ** 2 / 0.75 + 1.0, 159),
 ])
 def test_auto_max_exact_n_follows_the_available_memory(monkeypatch, available, expected):
-    monkeypatch.setattr(gp_module, "available_memory", lambda: available)
+    monkeypatch.setattr(_parallel, "available_memory", lambda: available)
     _, kernel, X, y, _, _ = _problem(160)
     gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
     assert gp.max_exact_n_ == expected
@@ -465,10 +466,10 @@ def test_parallel_starts_are_limited_by_memory(monkeypatch):
 
     monkeypatch.setattr(gp_module, "thread_map", recording_thread_map)
     array = 8.0 * 100 * 100
-    monkeypatch.setattr(gp_module, "available_memory", lambda: 4 * array / 0.75)
+    monkeypatch.setattr(_parallel, "available_memory", lambda: 4 * array / 0.75)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
     assert seen == [2]          # 4 arrays' room, 2 kept for the factors: 2 starts at a time
-    monkeypatch.setattr(gp_module, "available_memory", lambda: array)
+    monkeypatch.setattr(_parallel, "available_memory", lambda: array)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
     assert seen[-1] == 1
 
@@ -479,7 +480,6 @@ def _write(path, text):
 
 
 def test_available_memory_reads_meminfo_and_the_cgroup_limit(monkeypatch, tmp_path):
-    from fastfm import _parallel
     meminfo = _write(tmp_path / "meminfo", "MemTotal:  32000000 kB\nMemAvailable:  16000000 kB\n")
     monkeypatch.setattr(_parallel, "_MEMINFO", meminfo)
     missing = str(tmp_path / "missing")

@@ -30,36 +30,21 @@ import math
 import numbers
 
 import numpy as np
-from scipy.linalg import solve_triangular
-from scipy.linalg.blas import dtrmm
-from scipy.linalg.lapack import dtrtri
 from scipy.optimize import minimize
 
-from .._parallel import available_memory, thread_map
+from .. import _parallel
+from .._parallel import thread_map
 from ..exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from ..kernels import matvec
-from . import _linalg, _warnings, mll
+from . import _linalg, _warnings, mll, solvers
 from ._linalg import JitterWarning
 from .priors import restart_distribution
-from .solvers import cg
+from .solvers import cholesky
+from .solvers.cg import CGSolver
+from .solvers.cholesky import ExactPosterior, ExactSolver
 
 __all__ = ["GaussianProcessRegressor", "JitterWarning"]
 
 _LOGGER = logging.getLogger(__name__)
-
-# ``method="auto"`` factorises exactly up to this many training points and uses the matrix-free PCG
-# solver beyond, or fewer where memory is short (``max_exact_n="auto"``).  Beyond 20,000 the exact fit's
-# hyperparameter refinement (up to 32 evaluations, each an N³ factorisation and inverse: about 150 s at
-# N = 20,000 on two cores, eight times the 18.5 s measured at N = 10,000) costs more than the matrix-free
-# solver's whole fit.
-_MAX_EXACT_N = 20_000
-# The exact solver's memory, in N × N float64 arrays: the likelihood's one buffer (per start running at
-# the same time), the new factor L_, and a refit's previous L_ or its cached inverse, kept until the new fit
-# has succeeded.  ``max_exact_n="auto"`` plans them in this share of the available memory (the rest is
-# for the data, cross-covariance blocks at prediction and everything else in the process).
-_EXACT_FOOTPRINT_ARRAYS = 3
-_EXACT_MEMORY_SHARE = 0.75
-_METHODS = ("auto", "cholesky", "cg")
 
 # ``hyperparameter_subset="auto"``: the L-BFGS-B starts run on a random subset of this many points once N
 # passes _AUTO_SUBSET_MIN_N (always, for the matrix-free solver).  One exact likelihood evaluation at 2,000
@@ -92,17 +77,6 @@ _LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-5}
 # against 0.5860 at convergence (36 evaluations).  BENCHMARKS.md, "Subset, then refine".
 _REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
 
-# Predictive variances of at least this many points (and at least N) per call use v = L⁻¹k* as a
-# triangular matrix product (BLAS dtrmm) with the explicit inverse of the Cholesky factor instead of a
-# triangular solve (dtrsm): on the acquisition scoring's 4,096 × 200 batches 5.7 ms instead of 10.3 ms
-# (OpenBLAS, one thread).  The inverse costs N³/3 once per fit, repaid by the first such call.
-_TRMM_MIN_ROWS = 256
-
-# The exact solver's predictive std is computed for blocks of test points whose cross-covariance k(X*, X)
-# takes at most this many bytes (and as much again for L⁻¹k*): at N = 20,000, 100,000 test points would
-# otherwise hold two 16 GB arrays.
-_CROSS_BLOCK_BYTES = 256 * 2 ** 20
-
 # Racing the restarts (``n_finalists``, opt-in): every start first runs at most this many L-BFGS-B
 # iterations, then only the ``n_finalists`` best continue, from where they stopped, to the convergence
 # test above.  Measured on ModLap fits with the BO priors (NAS-like, Func2C, Func3C, Ackley5C; N = 30, 100,
@@ -112,29 +86,9 @@ _CROSS_BLOCK_BYTES = 256 * 2 ** 20
 # (seed 4) the raced fits left the search stuck at 0.0 where full fits reach the optimum −0.7221.
 _SCREEN_MAXITER = 10
 
-# Step of the central differences used for ∂k(x,x)/∂c when a kernel's diagonal depends on the
-# continuous inputs (e.g. the non-stationary ModNN); the inputs live in the unit cube.
-_DIAG_FD_STEP = 1e-6
-
-
-
-
 # Restarts run in parallel threads (the kernel backends release the GIL, fastfm._parallel) when the
 # Gram is big enough for a start to outweigh the thread overhead.
 _PARALLEL_RESTART_MIN_N = 64
-
-
-def _kernel_space(kernel):
-    """The Space a kernel reads its inputs through (searched in the operands of Sum/Product), or None."""
-    space = getattr(kernel, "space", None)
-    if space is not None:
-        return space
-    for operand in (getattr(kernel, "k1", None), getattr(kernel, "k2", None)):
-        if operand is not None:
-            space = _kernel_space(operand)
-            if space is not None:
-                return space
-    return None
 
 
 def _check_noise_bounds(noise_bounds, noise):
@@ -150,23 +104,15 @@ def _check_noise_bounds(noise_bounds, noise):
     return np.log(b)[None, :]
 
 
-def _memory_limited_exact_n():
-    """``max_exact_n="auto"``: _MAX_EXACT_N, or the largest N whose exact fit fits in the available memory."""
-    available = available_memory()
-    if available is None:
-        return _MAX_EXACT_N
-    return max(1, min(_MAX_EXACT_N, int(math.sqrt(_EXACT_MEMORY_SHARE * available / (8 * _EXACT_FOOTPRINT_ARRAYS)))))
-
-
 def _concurrent_factorisations(n):
     """How many L-BFGS-B starts on n points may run at once: each holds an n × n array (None: no limit).
 
     Matters when every start runs on all points of a large N (``hyperparameter_subset=None``): on 16
     cores, 11 starts at N = 20,000 would hold 35 GB."""
-    available = available_memory()
+    available = _parallel.available_memory()
     if available is None:
         return None
-    return max(1, int(_EXACT_MEMORY_SHARE * available / (8.0 * n * n)) - (_EXACT_FOOTPRINT_ARRAYS - 1))
+    return max(1, int(solvers._EXACT_MEMORY_SHARE * available / (8.0 * n * n)) - (solvers._EXACT_FOOTPRINT_ARRAYS - 1))
 
 
 class GaussianProcessRegressor:
@@ -431,19 +377,6 @@ class GaussianProcessRegressor:
             raise ValueError(f"noise must be positive and finite, got noise={self.noise!r}")
         return noise, _check_noise_bounds(self.noise_bounds, noise)
 
-    # --------------------------------------------------------- likelihood core
-    @staticmethod
-    def _factorise(kernel, X, noise):
-        """(L, jitter) for k(X, X) + noise·I: L lower triangular (zeros above), Fortran-ordered.
-
-        Factorised in the Gram's own buffer (``_cholesky_in_place``): the fit's final factorisation
-        holds one N × N array, the one kept as ``L_``."""
-        K = _linalg._writable_gram(kernel(X))
-        K.flat[::K.shape[0] + 1] += noise
-        L, jitter = _linalg._cholesky_in_place(K, lambda: _linalg._where(kernel.theta, noise))
-        _linalg._overwrite_strict_lower(L.T, with_zeros=True)   # L_ is used as a matrix too: zeros above
-        return L, jitter
-
     def _lml(self, terms, theta, y, log_noise, eval_gradient):
         """``mll.lml``: kept for callers of the private method (asv's bench_gp, cuda_bench, the peers' scripts)."""
         return mll.lml(terms, theta, y, log_noise, eval_gradient)
@@ -505,11 +438,11 @@ class GaussianProcessRegressor:
             raise InvalidConfigError("fit needs at least one observation, got X with 0 rows", "X")
         if self.copy_X_train:
             X = X.copy()
-        solver, max_exact_n = self._select_solver(X.shape[0])
+        solver, max_exact_n = solvers.select_solver(self.method, self.max_exact_n, self.cg_options, X.shape[0])
         y_transform = (y_mean, y_std, y_shift, y_log_scale)
-        if solver == "cholesky":
+        if solver is ExactSolver:
             try:
-                return self._fit_exact(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver),
+                return self._fit_exact(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver.name),
                                        noise, noise_log_bounds, max_exact_n)
             except MemoryError:
                 if self.method != "auto":
@@ -518,8 +451,8 @@ class GaussianProcessRegressor:
                 # replaced yet, and the matrix-free solver needs O(N·rank) memory
                 _warnings.warn(f"fastfm: the exact GP fit of N={X.shape[0]} points ran out of memory; fitting "
                                "with the matrix-free solver (method='cg') instead", RuntimeWarning)
-                solver = "cg"
-        return self._fit_cg(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver), max_exact_n)
+                solver = CGSolver
+        return self._fit_cg(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver.name), max_exact_n)
 
     def _fit_exact(self, X, y_train, y_transform, subset, noise, noise_log_bounds, max_exact_n):
         """``fit`` with the exact solver (GPML Alg. 2.1): the L-BFGS-B starts, then the final factorisation."""
@@ -600,15 +533,9 @@ class GaussianProcessRegressor:
             kernel.theta = best_theta[:n_kernel]
             log_noise = float(best_theta[n_kernel])
 
-        # Final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed.  Serial BLAS
-        # here too: outside it a threaded 200×200 Cholesky took 250 ms instead of 0.15 ms on a busy machine.
+        # Final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed.
         noise = math.exp(log_noise)
-        with _linalg._serial_blas(X.shape[0]):
-            L, jitter = self._factorise(kernel, X, noise)
-        if jitter > 0:
-            _warnings.warn(f"fastfm: the kernel matrix needed jitter {jitter:.3g} on its diagonal to be "
-                           f"factorised (noise={noise:.3g}); predictions are slightly smoothed", JitterWarning)
-        lml, alpha = mll.lml_from_factor(L, y_train)
+        L, jitter, lml, alpha = ExactSolver.fit(kernel, X, y_train, noise)
 
         # Everything succeeded: only now replace the fitted state.
         self.kernel_ = kernel
@@ -626,7 +553,7 @@ class GaussianProcessRegressor:
         self.n_restarts_failed_ = n_failed
         self.best_y_standardized_ = float(np.min(y_train))
         self._fitted_theta = np.append(kernel.theta, log_noise)
-        self._diag_depends_on_continuous = self._probe_diag(kernel, X)
+        self._diag_depends_on_continuous = cholesky.probe_diag(kernel, X)
         self.solver_ = "cholesky"
         self.max_exact_n_ = max_exact_n
         self.cg_info_ = None
@@ -635,25 +562,6 @@ class GaussianProcessRegressor:
         _LOGGER.info("fastfm GP fit: N=%d, solver=cholesky (max_exact_n=%d), hyperparameter starts on %d points%s",
                      X.shape[0], max_exact_n, self.hyperparameter_subset_, "" if subset is None else ", refined on all")
         return self
-
-    @staticmethod
-    def _probe_diag(kernel, X):
-        """Whether k(x, x) changes with the continuous columns (True for ModNN, False for FM/RBF/Matérn).
-
-        FM, RBF and Matérn kernels are stationary in c, so k(x, x) depends on the
-        discrete part only and ∂k(x,x)/∂c = 0; checking on a few points keeps any
-        other kernel (non-stationary ones) correct via finite differences.
-        """
-        space = _kernel_space(kernel)
-        n_continuous = X.shape[1] if space is None else space.n_continuous
-        if n_continuous == 0:
-            return False
-        probe = X[:4]
-        shifted = probe.copy()
-        # move every continuous coordinate by 0.37 or 0.63, staying in the unit cube
-        shifted[:, :n_continuous] = np.mod(probe[:, :n_continuous] + 0.37, 1.0)
-        d0, d1 = kernel.diag(probe), kernel.diag(shifted)
-        return not np.allclose(d0, d1, rtol=1e-12, atol=0.0)
 
     # ------------------------------------------------------------ likelihood
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
@@ -719,15 +627,7 @@ class GaussianProcessRegressor:
         if not self._is_fitted():
             X = self._as_array(X, validate=False)
             return np.zeros(X.shape[0]), np.sqrt(np.maximum(self.kernel.diag(X), 0.0))
-        X = self._as_array(X, validate=False)
-        if self.solver_ == "cg":
-            return self._predict_cg(X)
-        # in blocks of rows: the M × N cross-covariance and L⁻¹k* of a block stay within _CROSS_BLOCK_BYTES
-        rows = max(_TRMM_MIN_ROWS, _CROSS_BLOCK_BYTES // (8 * self.X_train_.shape[0]))
-        blocks = [self.predict_standardized_from_cross(self.kernel_(X[i:i + rows], self.X_train_),
-                                                       self.kernel_.diag(X[i:i + rows]))
-                  for i in range(0, X.shape[0], rows)] or [(np.zeros(0), np.zeros(0))]
-        return np.concatenate([mu for mu, _ in blocks]), np.concatenate([sigma for _, sigma in blocks])
+        return self._posterior().predict_standardized(self._as_array(X, validate=False))
 
     def predict_standardized_from_cross(self, K_cross, k_diag):
         """Predictive mean and std of the standardised latent f from precomputed kernel values.
@@ -745,28 +645,7 @@ class GaussianProcessRegressor:
         """
         self._check_fitted()
         self._require_exact("predict_standardized_from_cross")
-        K_cross = np.asarray(K_cross, dtype=np.float64)
-        # GPML Alg. 2.1, line 4: f̄* = k*ᵀ α
-        mu = K_cross @ self.alpha_
-        # lines 5-6: v := L \ k*,  V[f*] = k(x*, x*) − vᵀv
-        if K_cross.shape[0] >= max(K_cross.shape[1], _TRMM_MIN_ROWS):
-            v = dtrmm(1.0, self._cholesky_inverse(), K_cross.T, lower=1)
-        else:
-            v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
-        var = np.asarray(k_diag, dtype=np.float64) - np.einsum("nm,nm->m", v, v)
-        return mu, np.sqrt(np.maximum(var, 0.0))
-
-    def _cholesky_inverse(self):
-        """L⁻¹ (lower triangular), computed on first use after a fit (O(N³/3))."""
-        L_inverse = self.__dict__.get("_L_inverse")
-        if L_inverse is None or L_inverse[0] is not self.L_:
-            inverse, info = dtrtri(self.L_, lower=1)
-            if info != 0:
-                raise NotPositiveDefiniteError(f"inverting the Cholesky factor failed (LAPACK dtrtri info={info})")
-            # concurrent scoring threads may both compute it: the same value, one assignment wins
-            L_inverse = (self.L_, np.asfortranarray(np.tril(inverse)))
-            self._L_inverse = L_inverse
-        return L_inverse[1]
+        return ExactPosterior(self).predict_standardized_from_cross(K_cross, k_diag)
 
     def predict_standardized_with_input_gradient(self, X):
         """Predictive mean/std of the standardised latent f and their derivatives w.r.t. the continuous inputs.
@@ -785,34 +664,14 @@ class GaussianProcessRegressor:
         """
         self._check_fitted()
         self._require_exact("predict_standardized_with_input_gradient")
-        X = self._as_array(X, validate=False)
-        K, dK = self.kernel_.gram_and_input_gradient(X, self.X_train_)   # (M, N), (M, N, Dc)
-        mu = K @ self.alpha_
-        dmu = np.einsum("mnd,n->md", dK, self.alpha_)
-        v = solve_triangular(self.L_, K.T, lower=True, check_finite=False)          # (N, M)
-        var = self.kernel_.diag(X) - np.einsum("nm,nm->m", v, v)
-        # ∂V/∂c = ∂k(x,x)/∂c − 2 k*ᵀ K⁻¹ ∂k*/∂c, with K⁻¹k* = Lᵀ \ v
-        w = solve_triangular(self.L_, v, lower=True, trans="T", check_finite=False)  # (N, M)
-        dvar = -2.0 * np.einsum("mnd,nm->md", dK, w)
-        if self._diag_depends_on_continuous:
-            dvar += self._diag_input_gradient(X, dK.shape[2])
-        # Otherwise the kernel is stationary in c (FM, RBF, Matérn: probed in fit), so k(x, x) depends only
-        # on the discrete part and ∂k(x,x)/∂c = 0.
-        sigma = np.sqrt(np.maximum(var, 0.0))
-        positive = sigma > 0
-        dsigma = np.zeros_like(dvar)
-        dsigma[positive] = 0.5 * dvar[positive] / sigma[positive, None]
-        return mu, sigma, dmu, dsigma
+        return ExactPosterior(self).predict_standardized_with_input_gradient(self._as_array(X, validate=False))
 
-    def _diag_input_gradient(self, X, n_continuous):
-        """∂k(x,x)/∂c_d by central differences, shape (M, n_continuous)."""
-        out = np.empty((X.shape[0], n_continuous))
-        for d in range(n_continuous):
-            Xp, Xm = X.copy(), X.copy()
-            Xp[:, d] += _DIAG_FD_STEP
-            Xm[:, d] -= _DIAG_FD_STEP
-            out[:, d] = (self.kernel_.diag(Xp) - self.kernel_.diag(Xm)) / (2.0 * _DIAG_FD_STEP)
-        return out
+    def _posterior(self):
+        return solvers.posterior(self)
+
+    def _predict_mean(self, X):
+        """Mean of the standardised latent f at encoded X, K(X*, X) α, by the matrix-free product (either solver)."""
+        return self._posterior().mean(X)
 
     def predict(self, X, return_std=False, return_cov=False):
         """Predictive distribution in the original units of y.
@@ -862,10 +721,7 @@ class GaussianProcessRegressor:
         if not self._is_fitted():
             return np.zeros(X.shape[0]), self.kernel(X)
         self._require_exact(what)
-        K_cross = self.kernel_(X, self.X_train_)
-        mu = K_cross @ self.alpha_
-        v = solve_triangular(self.L_, K_cross.T, lower=True, check_finite=False)
-        return mu, self.kernel_(X) - v.T @ v  # GPML Alg. 2.1, line 6 (full covariance)
+        return ExactPosterior(self).mean_and_cov(X)
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Joint draws of the latent function at X from the posterior (the prior before ``fit``).
@@ -932,25 +788,7 @@ class GaussianProcessRegressor:
                 f"n_restarts={self.n_restarts}, noise={self.noise!r}, normalize_y={self.normalize_y}, "
                 f"log_transform_y={self.log_transform_y}, method={self.method!r}{solver})")
 
-    # =====================================================================
-    # >>> Large-N solver selection and the matrix-free (PCG) path (fastfm/gp/solvers)
-    # =====================================================================
-    def _select_solver(self, n):
-        """("cholesky" or "cg", the max_exact_n compared with) for n training points (``method``, ``max_exact_n``)."""
-        if self.method not in _METHODS:
-            raise InvalidConfigError(f"method must be one of {list(_METHODS)}, got method={self.method!r}",
-                                     "method", self.method)
-        limit = self.max_exact_n
-        if isinstance(limit, str) and limit == "auto":
-            limit = _memory_limited_exact_n()
-        elif not isinstance(limit, numbers.Integral) or isinstance(limit, bool) or limit < 1:
-            raise InvalidConfigError(f"max_exact_n must be a positive integer or 'auto', got max_exact_n={limit!r}",
-                                     "max_exact_n", limit)
-        cg.check_cg_options(self.cg_options)  # fail early on bad options, whatever the solver
-        if self.method != "auto":
-            return self.method, int(limit)
-        return ("cholesky" if n <= limit else "cg"), int(limit)
-
+    # ------------------------------------------------------- fit: solver and subset
     def _require_exact(self, what):
         if getattr(self, "solver_", "cholesky") != "cholesky":
             raise InvalidConfigError(f"{what} needs the exact solver, but this model was fitted with "
@@ -994,7 +832,6 @@ class GaussianProcessRegressor:
 
     def _fit_cg(self, X, y_train, y_transform, subset, max_exact_n):
         """Matrix-free fit: hyperparameters on a random subset (exact), then α = (K + noise·I)⁻¹ y by PCG."""
-        options = cg.check_cg_options(self.cg_options)
         noise, _ = self._check_params()
         n = X.shape[0]
         lml = float("nan")
@@ -1005,7 +842,7 @@ class GaussianProcessRegressor:
             lml, n_failed = tuned.log_marginal_likelihood_value_, tuned.n_restarts_failed_
         else:
             kernel = self.kernel.clone_with_theta(self.kernel.theta)
-        solution, info, preconditioner = cg.solve_system(kernel, X, noise, y_train[:, None], options)
+        alpha, info, preconditioner = CGSolver.fit(kernel, X, y_train, noise, self.cg_options)
 
         self.kernel_ = kernel
         self.noise_ = float(noise)
@@ -1014,12 +851,12 @@ class GaussianProcessRegressor:
         self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_ = y_transform
         self.L_ = None
         self.jitter_ = 0.0
-        self.alpha_ = solution[:, 0]
+        self.alpha_ = alpha
         self.log_marginal_likelihood_value_ = float(lml)
         self.n_restarts_failed_ = n_failed
         self.best_y_standardized_ = float(np.min(y_train))
         self._fitted_theta = np.append(kernel.theta, math.log(noise))
-        self._diag_depends_on_continuous = self._probe_diag(kernel, X)
+        self._diag_depends_on_continuous = cholesky.probe_diag(kernel, X)
         self.solver_ = "cg"
         self.max_exact_n_ = max_exact_n
         self.hyperparameter_subset_ = self._points_fitted_on(n, subset)
@@ -1030,22 +867,4 @@ class GaussianProcessRegressor:
                      max_exact_n, info.n_iter, info.n_single_precision_iter, float(np.max(info.residuals)),
                      preconditioner.rank)
         return self
-
-    def _predict_mean(self, X):
-        """Mean of the standardised latent f, K(X*, X) α, by the matrix-free product (either solver).
-
-        Where PCG ran with single-precision kernel values (``cg_options["precision"]``), so does this product:
-        α is exact only to PCG's tol (≥ 1e-4 under "auto"), and the single-precision values move the mean by
-        about 1e-5 of y's scale (BENCHMARKS.md, "Single-precision K·V inside PCG"), for a product 3.8× faster."""
-        if self.solver_ == "cg" and self.cg_info_.n_single_precision_iter:
-            product = matvec._single_precision_product(self.kernel_, X, Y=self.X_train_)
-            if product is not None:
-                return product(self.alpha_[:, None])[:, 0]
-        return matvec.kernel_matvec(self.kernel_, X, self.alpha_, Y=self.X_train_)
-
-    def _predict_cg(self, X):
-        """(mu, sigma) of the standardised latent f for the PCG solver: exact mean, DTC std (solvers.cg)."""
-        var = cg.dtc_variance(self.kernel_, self.X_train_, self._preconditioner, X, self.noise_)
-        return self._predict_mean(X), np.sqrt(var)
-    # <<< Large-N solver selection and the matrix-free (PCG) path
 

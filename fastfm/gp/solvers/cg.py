@@ -50,8 +50,8 @@ from ...kernels import matvec
 from ._pcg import CGInfo, pcg
 from .preconditioner import PivotedCholeskyPreconditioner, default_block_size, default_rank, pivoted_cholesky
 
-__all__ = ["DEFAULT_CG_OPTIONS", "check_cg_options", "solve_system", "dtc_variance", "stochastic_lml_gradient",
-           "low_rank_gradient_reduction"]
+__all__ = ["CGSolver", "CGPosterior", "DEFAULT_CG_OPTIONS", "check_cg_options", "solve_system", "dtc_variance",
+           "stochastic_lml_gradient", "low_rank_gradient_reduction"]
 
 # Defaults of ``GaussianProcessRegressor(cg_options=...)``.
 #   tol: relative residual ‖r‖/‖b‖ at which a PCG column stops.  1e-2, GPyTorch's tolerance for
@@ -283,3 +283,46 @@ def low_rank_gradient_reduction(kernel, X, U, Z):
     if fused is None:
         return kernel.gradient_reduction(X, U @ Z.T)
     return fused(kernel._check_X(X), U, Z)[kernel._free_mask()]
+
+
+class CGSolver:
+    """The matrix-free solver: PCG with the pivoted-Cholesky preconditioner, O(N·rank) memory."""
+
+    name = "cg"
+    # The subset's hyperparameters are used as they are: one refinement step on all N points would be a PCG
+    # solve with n_probes + 1 right-hand sides plus the stochastic gradient, more than the whole fixed-θ fit
+    # at N = 50,000 on a CPU.
+    refine_on_all_points = False
+
+    @staticmethod
+    def fit(kernel, X, y, noise, cg_options):
+        """(α, CGInfo, preconditioner) with α = (K + noise·I)⁻¹ y by PCG (NumericalError if it misses tol)."""
+        solution, info, preconditioner = solve_system(kernel, X, noise, y[:, None], check_cg_options(cg_options))
+        return solution[:, 0], info, preconditioner
+
+
+class CGPosterior:
+    """The posterior of a matrix-free fit: exact mean (to PCG's tol), DTC std.  A view of the fitted regressor
+    ``model`` (``kernel_``, ``X_train_``, ``alpha_``, ``noise_``, ``cg_info_``, ``_preconditioner``)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def mean(self, X):
+        """K(X*, X) α by the matrix-free product.
+
+        Where PCG ran with single-precision kernel values (``cg_options["precision"]``), so does this product:
+        α is exact only to PCG's tol (≥ 1e-4 under "auto"), and the single-precision values move the mean by
+        about 1e-5 of y's scale (BENCHMARKS.md, "Single-precision K·V inside PCG"), for a product 3.8× faster."""
+        model = self.model
+        if model.cg_info_.n_single_precision_iter:
+            product = matvec._single_precision_product(model.kernel_, X, Y=model.X_train_)
+            if product is not None:
+                return product(model.alpha_[:, None])[:, 0]
+        return matvec.kernel_matvec(model.kernel_, X, model.alpha_, Y=model.X_train_)
+
+    def predict_standardized(self, X):
+        """(mu, sigma) at encoded X: the mean above, the DTC std of the preconditioner's pivots."""
+        model = self.model
+        var = dtc_variance(model.kernel_, model.X_train_, model._preconditioner, X, model.noise_)
+        return self.mean(X), np.sqrt(var)
