@@ -70,7 +70,7 @@ def _hex(values):
 @contextlib.contextmanager
 def _small_auto_subset():
     """``hyperparameter_subset="auto"`` takes 40 points once N > 80 (the defaults are 2,000 and 4,000)."""
-    from fastfm.gp import regressor as module   # where fit reads _AUTO_SUBSET and _AUTO_SUBSET_MIN_N
+    from fastfm.gp import fitting as module   # where fit reads _AUTO_SUBSET and _AUTO_SUBSET_MIN_N
     saved = module._AUTO_SUBSET, module._AUTO_SUBSET_MIN_N
     module._AUTO_SUBSET, module._AUTO_SUBSET_MIN_N = 40, 80
     try:

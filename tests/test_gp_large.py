@@ -11,8 +11,9 @@ from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert
 
 import fastfm as ff
 from fastfm import _parallel
-from fastfm.gp import regressor as gp_module
+from fastfm.gp import fitting
 from fastfm.gp.solvers import _pcg, cg, preconditioner
+from fastfm.gp.solvers.cholesky import ExactSolver
 from fastfm.kernels import matvec
 from fastfm._backends import numpy_backend
 from fastfm.benchmarks.regression import make_mixed_regression, regression_space
@@ -445,7 +446,7 @@ def test_exact_fit_out_of_memory_falls_back_to_cg_under_auto(monkeypatch):
     def out_of_memory(*args, **kwargs):
         raise MemoryError("no room for N × N")
 
-    monkeypatch.setattr(ff.GaussianProcessRegressor, "_fit_exact", out_of_memory)
+    monkeypatch.setattr(ExactSolver, "fit", out_of_memory)   # the final N × N factorisation
     with pytest.warns(RuntimeWarning, match="ran out of memory; fitting with the matrix-free solver") as record:
         gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
     assert record[0].filename == __file__      # the line that called fit
@@ -458,13 +459,13 @@ def test_parallel_starts_are_limited_by_memory(monkeypatch):
     """Each start running on all points holds an N × N array: no more run at once than memory holds."""
     _, kernel, X, y, _, _ = _problem(100)
     seen = []
-    real_thread_map = gp_module.thread_map
+    real_thread_map = fitting.thread_map
 
     def recording_thread_map(n_items, parallel=True, max_workers=None):
         seen.append(max_workers)
         return real_thread_map(n_items, parallel, max_workers)
 
-    monkeypatch.setattr(gp_module, "thread_map", recording_thread_map)
+    monkeypatch.setattr(fitting, "thread_map", recording_thread_map)
     array = 8.0 * 100 * 100
     monkeypatch.setattr(_parallel, "available_memory", lambda: 4 * array / 0.75)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
@@ -518,8 +519,7 @@ def test_cg_fits_hyperparameters_on_the_subset():
 
 def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
     """Subset, then refine: the starts on a seeded subset, then one L-BFGS-B run on all N from their best."""
-    from fastfm.gp import regressor as gp_module
-    monkeypatch.setattr(gp_module, "_REFINE_OPTIONS", gp_module._LBFGSB_OPTIONS)   # the hand-made half is uncapped
+    monkeypatch.setattr(fitting, "_REFINE_OPTIONS", fitting._LBFGSB_OPTIONS)   # the hand-made half is uncapped
     _, kernel, X, y, _, _ = _problem(160)
     common = dict(n_restarts=1, random_state=5, noise=0.01)
     gp = ff.GaussianProcessRegressor(kernel, method="cholesky", hyperparameter_subset=50, **common).fit(X, y)
@@ -541,25 +541,23 @@ def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
 
 
 def test_the_refinement_on_all_points_is_capped(monkeypatch):
-    from fastfm.gp import regressor as gp_module
     calls = []
-    minimize = gp_module.minimize
+    minimize = fitting.minimize
 
     def recording(objective, x0, **kwargs):
         calls.append(kwargs["options"]["maxiter"])
         return minimize(objective, x0, **kwargs)
-    monkeypatch.setattr(gp_module, "minimize", recording)
+    monkeypatch.setattr(fitting, "minimize", recording)
     _, kernel, X, y, _, _ = _problem(120)
     ff.GaussianProcessRegressor(kernel, n_restarts=2, random_state=0, noise=0.01, hyperparameter_subset=40).fit(X, y)
     # three starts on the subset with the plain options, then the one refinement on all points, capped
-    assert calls == [gp_module._LBFGSB_OPTIONS["maxiter"]] * 3 + [gp_module._REFINE_OPTIONS["maxiter"]]
-    assert gp_module._REFINE_OPTIONS["maxiter"] < gp_module._LBFGSB_OPTIONS["maxiter"]
+    assert calls == [fitting._LBFGSB_OPTIONS["maxiter"]] * 3 + [fitting._REFINE_OPTIONS["maxiter"]]
+    assert fitting._REFINE_OPTIONS["maxiter"] < fitting._LBFGSB_OPTIONS["maxiter"]
 
 
 def test_auto_hyperparameter_subset_applies_above_its_threshold(monkeypatch):
-    from fastfm.gp import regressor as gp_module
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 40)
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 80)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET", 40)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET_MIN_N", 80)
     _, kernel, X, y, _, _ = _problem(120)
     common = dict(n_restarts=0, random_state=0, noise=0.01)
     assert ff.GaussianProcessRegressor(kernel, **common).fit(X[:80], y[:80]).hyperparameter_subset_ == 80
@@ -696,10 +694,9 @@ def test_regression_benchmark_runs_and_reports_every_model():
 
 
 def test_regression_benchmark_fit_each_fits_hyperparameters_at_every_size(monkeypatch):
-    from fastfm.gp import regressor as gp_module
     from fastfm.benchmarks.regression import run_regression_benchmark
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 30)
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 60)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET", 30)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET_MIN_N", 60)
     lines = []
     run_regression_benchmark(sizes=(50, 70), n_test=30, n_restarts=0, peers=(), emit=lines.append, fit_each=True)
     rows = [line.split("|") for line in lines if line.startswith("| fastfm")]

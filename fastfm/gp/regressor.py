@@ -30,14 +30,10 @@ import math
 import numbers
 
 import numpy as np
-from scipy.optimize import minimize
 
-from .. import _parallel
-from .._parallel import thread_map
 from ..exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from . import _linalg, _warnings, mll, solvers
+from . import _warnings, fitting, mll, solvers
 from ._linalg import JitterWarning
-from .priors import restart_distribution
 from .solvers import cholesky
 from .solvers.cg import CGSolver
 from .solvers.cholesky import ExactPosterior, ExactSolver
@@ -45,75 +41,6 @@ from .solvers.cholesky import ExactPosterior, ExactSolver
 __all__ = ["GaussianProcessRegressor", "JitterWarning"]
 
 _LOGGER = logging.getLogger(__name__)
-
-# ``hyperparameter_subset="auto"``: the L-BFGS-B starts run on a random subset of this many points once N
-# passes _AUTO_SUBSET_MIN_N (always, for the matrix-free solver).  One exact likelihood evaluation at 2,000
-# points is a 2,000² Gram, its Cholesky and inverse and the fused gradient reduction (0.5–1 s on two cores
-# for the 15-variable regression set), so the starts cost minutes whatever N is.  The exact solver then refines
-# the best start on all N (_REFINE_OPTIONS): on the regression set at N = 10,000 the refinement took the
-# test RMSE / NLL from 0.5747 / 1.042 at the subset's optimum to 0.3704 / 0.390, in 13 minutes in all on
-# two cores, where every start on all points would take about 60 (BENCHMARKS.md, "Subset, then refine" and
-# "One N × N buffer").
-_AUTO_SUBSET = 2000
-_AUTO_SUBSET_MIN_N = 2 * _AUTO_SUBSET
-
-# Value of −log marginal likelihood returned to L-BFGS-B for a θ where the Cholesky fails or the result is
-# non-finite: large enough to be worse than any attainable value (|log p| ≲ N²/noise_min stays far below
-# it for N ≤ 10⁵), finite so the line search backs off instead of breaking.
-_FAILED_OBJECTIVE = 1e25
-
-# L-BFGS-B settings per start.  ftol is relative: a start stops once an iteration improves −log p by less
-# than 1e-5·|log p| (3e-3 nats at N = 200), far below what matters for hyperparameters.  Measured on the
-# NAS-like ModLap fit of the suggestion benchmark (N = 200, 11 starts, four data sets): 1e-6 → 1e-5 took
-# 20-25 % fewer likelihood evaluations and moved the best optimum by ≤ 0.05 nats (BENCHMARKS.md); scipy's
-# default 2.2e-9 took twice as many as 1e-6.  maxiter bounds flat ridges.
-_LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-5}
-
-# The refinement on all N points after starts on a subset (``hyperparameter_subset``) stops after 25
-# L-BFGS-B iterations: each costs an N-point Cholesky and inverse (≈ 22 s at N = 10,000 on two cores),
-# and a relative ftol asks for ever smaller gains as |log p| grows with N.  On the regression set the
-# test error stops moving well before: N = 10,000, RMSE 0.5747 at the subset's optimum, 0.3724 after 20
-# evaluations, 0.3721 after 30 (log ML −3,416 → −857 → −844); N = 3,000, 0.5886 after 20 iterations
-# against 0.5860 at convergence (36 evaluations).  BENCHMARKS.md, "Subset, then refine".
-_REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
-
-# Racing the restarts (``n_finalists``, opt-in): every start first runs at most this many L-BFGS-B
-# iterations, then only the ``n_finalists`` best continue, from where they stopped, to the convergence
-# test above.  Measured on ModLap fits with the BO priors (NAS-like, Func2C, Func3C, Ackley5C; N = 30, 100,
-# 200; 2 seeds: 24 fits of 11 starts) the raced optimum equalled the best of all starts run to convergence
-# (< 0.001 nats) in 23 cases and was 1.05 nats lower in one, for 40-55 % fewer likelihood evaluations
-# (BENCHMARKS.md, "Racing the restarts").  It is not the default: in a 200-evaluation BO run on Func3C
-# (seed 4) the raced fits left the search stuck at 0.0 where full fits reach the optimum −0.7221.
-_SCREEN_MAXITER = 10
-
-# Restarts run in parallel threads (the kernel backends release the GIL, fastfm._parallel) when the
-# Gram is big enough for a start to outweigh the thread overhead.
-_PARALLEL_RESTART_MIN_N = 64
-
-
-def _check_noise_bounds(noise_bounds, noise):
-    """Log bounds of the noise (1, 2); a fixed noise gets equal bounds (L-BFGS-B keeps it in place)."""
-    if isinstance(noise_bounds, str):
-        if noise_bounds != "fixed":
-            raise ValueError(f"noise_bounds must be a (low, high) pair or 'fixed', got noise_bounds={noise_bounds!r}")
-        return np.array([[math.log(noise), math.log(noise)]])
-    b = np.asarray(noise_bounds, dtype=float)
-    if b.shape != (2,) or not np.all(np.isfinite(b)) or b[0] <= 0 or b[0] >= b[1]:
-        raise ValueError(f"noise_bounds must be a positive (low, high) pair with low < high, "
-                         f"got noise_bounds={noise_bounds!r}")
-    return np.log(b)[None, :]
-
-
-def _concurrent_factorisations(n):
-    """How many L-BFGS-B starts on n points may run at once: each holds an n × n array (None: no limit).
-
-    Matters when every start runs on all points of a large N (``hyperparameter_subset=None``): on 16
-    cores, 11 starts at N = 20,000 would hold 35 GB."""
-    available = _parallel.available_memory()
-    if available is None:
-        return None
-    return max(1, int(solvers._EXACT_MEMORY_SHARE * available / (8.0 * n * n)) - (solvers._EXACT_FOOTPRINT_ARRAYS - 1))
-
 
 class GaussianProcessRegressor:
     """Exact GP regression with hyperparameters by type-II maximum likelihood.
@@ -375,31 +302,11 @@ class GaussianProcessRegressor:
         noise = float(self.noise)
         if not (math.isfinite(noise) and noise > 0):
             raise ValueError(f"noise must be positive and finite, got noise={self.noise!r}")
-        return noise, _check_noise_bounds(self.noise_bounds, noise)
+        return noise, fitting._check_noise_bounds(self.noise_bounds, noise)
 
     def _lml(self, terms, theta, y, log_noise, eval_gradient):
         """``mll.lml``: kept for callers of the private method (asv's bench_gp, cuda_bench, the peers' scripts)."""
         return mll.lml(terms, theta, y, log_noise, eval_gradient)
-
-    def _objective(self, kernel, X, y, n_kernel):
-        """f(θ) = −log p(y|X,θ) − log p(θ) and its gradient for L-BFGS-B (a failed θ gives a large value)."""
-        prior = self.theta_prior
-        terms = kernel._likelihood_terms(X)
-
-        def objective(theta):
-            try:
-                lml, grad = self._lml(terms, theta[:n_kernel], y, theta[n_kernel], True)
-                if prior is not None:
-                    lp, dlp = prior(theta)
-                    lml += lp
-                    grad = grad + dlp
-            except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
-                return _FAILED_OBJECTIVE, np.zeros_like(theta)
-            if not (math.isfinite(lml) and np.all(np.isfinite(grad))):
-                return _FAILED_OBJECTIVE, np.zeros_like(theta)
-            return -lml, -grad
-
-        return objective
 
     # ------------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -442,8 +349,7 @@ class GaussianProcessRegressor:
         y_transform = (y_mean, y_std, y_shift, y_log_scale)
         if solver is ExactSolver:
             try:
-                return self._fit_exact(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver.name),
-                                       noise, noise_log_bounds, max_exact_n)
+                return self._fit_with(solver, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n)
             except MemoryError:
                 if self.method != "auto":
                     raise
@@ -452,115 +358,52 @@ class GaussianProcessRegressor:
                 _warnings.warn(f"fastfm: the exact GP fit of N={X.shape[0]} points ran out of memory; fitting "
                                "with the matrix-free solver (method='cg') instead", RuntimeWarning)
                 solver = CGSolver
-        return self._fit_cg(X, y_train, y_transform, self._hyperparameter_subset(X.shape[0], solver.name), max_exact_n)
+        return self._fit_with(solver, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n)
 
-    def _fit_exact(self, X, y_train, y_transform, subset, noise, noise_log_bounds, max_exact_n):
-        """``fit`` with the exact solver (GPML Alg. 2.1): the L-BFGS-B starts, then the final factorisation."""
-        y_mean, y_std, y_shift, y_log_scale = y_transform
-        kernel = self.kernel.clone_with_theta(self.kernel.theta)
-        n_kernel = kernel.n_theta
-        lo, hi = noise_log_bounds[0]
-        log_noise = min(max(math.log(noise), lo), hi)
-        n_failed = 0
+    def _fit_with(self, solver, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n):
+        """``fit`` with one solver: the hyperparameters (``fitting``), then the solver's fit at them; only
+        when both succeeded is the fitted state replaced."""
+        n = X.shape[0]
+        subset = fitting.hyperparameter_subset(self.hyperparameter_subset, n, solver, self.optimizer, self.random_state)
+        fitted = fitting.fit_hyperparameters(
+            self.kernel, X, y_train, noise, noise_log_bounds, optimizer=self.optimizer, theta_prior=self.theta_prior,
+            n_restarts=self.n_restarts, n_finalists=self.n_finalists, random_state=self.random_state,
+            warm_start=fitting.warm_start(getattr(self, "_fitted_theta", None), self.kernel.n_theta), subset=subset,
+            refine=solver.refine_on_all_points)
+        if solver is ExactSolver:
+            # the final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed
+            L, jitter, lml, alpha = ExactSolver.fit(fitted.kernel, X, y_train, fitted.noise)
+            info = preconditioner = None
+        else:
+            alpha, info, preconditioner = CGSolver.fit(fitted.kernel, X, y_train, fitted.noise, self.cg_options)
+            L, jitter, lml = None, 0.0, float(fitted.lml)
 
-        if self.optimizer is not None:
-            bounds = np.vstack([kernel.bounds, noise_log_bounds])
-            if subset is not None:
-                # subset, then refine: the starts on the subset, their best refined below on all N points
-                tuned = self._fit_subset(X, y_train, subset, noise)
-                n_failed = tuned.n_restarts_failed_
-                starts = [np.clip(tuned._fitted_theta, bounds[:, 0], bounds[:, 1])]
-            else:
-                starts = [np.append(np.clip(kernel.theta, bounds[:n_kernel, 0], bounds[:n_kernel, 1]), log_noise)]
-                previous = self._warm_start(n_kernel)
-                if previous is not None:
-                    starts.append(np.clip(previous, bounds[:, 0], bounds[:, 1]))  # warm start of a refit
-            rng = np.random.default_rng(self.random_state)
-            if self.n_restarts and subset is None:
-                # restarts come from the prior when it can be sampled (where MAP-II optima lie),
-                # else uniformly within the log bounds
-                distribution = (self.theta_prior if hasattr(self.theta_prior, "sample")
-                                else restart_distribution(kernel))
-                starts.extend(distribution.sample(rng, self.n_restarts, bounds))
-
-            racing = self.n_finalists is not None and self.n_finalists < len(starts)
-            screen_options = (dict(_LBFGSB_OPTIONS, maxiter=_SCREEN_MAXITER) if racing else
-                              _REFINE_OPTIONS if subset is not None else _LBFGSB_OPTIONS)
-
-            def run_start(start, options=screen_options):
-                # each start gets its own likelihood terms (no state shared between the threads)
-                objective = self._objective(kernel, X, y_train, n_kernel)
-                try:
-                    result = minimize(objective, start, method="L-BFGS-B", jac=True, bounds=bounds, options=options)
-                except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
-                    return None
-                if not (np.isfinite(result.fun) and result.fun < _FAILED_OBJECTIVE and np.all(np.isfinite(result.x))):
-                    return None
-                return result
-
-            best_theta, best_value = None, np.inf
-            # On a GPU the starts run one after another: in threads they would queue on the one device, each
-            # holding two N × N buffers of its memory (fastfm._backends.cuda_linalg)
-            on_gpu = kernel._device_module(X) is not None
-            parallel = X.shape[0] >= _PARALLEL_RESTART_MIN_N and not on_gpu
-            with _linalg._serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel,
-                                                      max_workers=_concurrent_factorisations(X.shape[0])) as run_all:
-                results = run_all(run_start, starts)
-                if racing:
-                    # the finalists: best screened objectives that stopped on the iteration cap (a start
-                    # that met the convergence test within the screen is already final)
-                    order = sorted((i for i, r in enumerate(results) if r is not None), key=lambda i: results[i].fun)
-                    finalists = [i for i in order[:self.n_finalists] if results[i].nit >= _SCREEN_MAXITER]
-                    refined = run_all(lambda i: run_start(results[i].x, _LBFGSB_OPTIONS), finalists)
-                    for i, result in zip(finalists, refined):
-                        if result is not None and result.fun <= results[i].fun:
-                            results[i] = result
-            for result in results:          # in start order: the choice is deterministic
-                if result is None:
-                    n_failed += 1
-                elif result.fun < best_value:
-                    best_theta, best_value = np.array(result.x, dtype=float), float(result.fun)
-            if best_theta is None and subset is not None:
-                # the refinement failed on all N points: keep the subset's optimum (the final
-                # factorisation below still reports a θ whose matrix cannot be factorised)
-                best_theta = starts[0]
-            if best_theta is None:
-                raise FitError(
-                    f"all {len(starts)} L-BFGS-B starts failed to evaluate the log marginal likelihood "
-                    f"of {type(self.kernel).__name__} on N={X.shape[0]} points (non positive definite or "
-                    "non-finite kernel matrix everywhere tried); the previous fit is kept. Check the kernel "
-                    "bounds and raise the noise lower bound")
-            kernel.theta = best_theta[:n_kernel]
-            log_noise = float(best_theta[n_kernel])
-
-        # Final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed.
-        noise = math.exp(log_noise)
-        L, jitter, lml, alpha = ExactSolver.fit(kernel, X, y_train, noise)
-
-        # Everything succeeded: only now replace the fitted state.
-        self.kernel_ = kernel
-        self.noise_ = noise
+        self.kernel_ = fitted.kernel
+        self.noise_ = float(fitted.noise)
         self.X_train_ = X
         self.y_train_ = y_train
-        self.y_mean_ = y_mean
-        self.y_std_ = y_std
-        self.y_shift_ = y_shift
-        self.y_log_scale_ = y_log_scale
+        self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_ = y_transform
         self.L_ = L
         self.jitter_ = jitter
         self.alpha_ = alpha
         self.log_marginal_likelihood_value_ = lml
-        self.n_restarts_failed_ = n_failed
+        self.n_restarts_failed_ = fitted.n_failed
         self.best_y_standardized_ = float(np.min(y_train))
-        self._fitted_theta = np.append(kernel.theta, log_noise)
-        self._diag_depends_on_continuous = cholesky.probe_diag(kernel, X)
-        self.solver_ = "cholesky"
+        self._fitted_theta = fitted.theta
+        self._diag_depends_on_continuous = cholesky.probe_diag(fitted.kernel, X)
+        self.solver_ = solver.name
         self.max_exact_n_ = max_exact_n
-        self.cg_info_ = None
-        self._preconditioner = None
-        self.hyperparameter_subset_ = self._points_fitted_on(X.shape[0], subset)
-        _LOGGER.info("fastfm GP fit: N=%d, solver=cholesky (max_exact_n=%d), hyperparameter starts on %d points%s",
-                     X.shape[0], max_exact_n, self.hyperparameter_subset_, "" if subset is None else ", refined on all")
+        self.cg_info_ = info
+        self._preconditioner = preconditioner
+        self.hyperparameter_subset_ = self._points_fitted_on(n, subset)
+        if info is None:
+            _LOGGER.info("fastfm GP fit: N=%d, solver=cholesky (max_exact_n=%d), hyperparameter starts on %d points%s",
+                         n, max_exact_n, self.hyperparameter_subset_, "" if subset is None else ", refined on all")
+        else:
+            _LOGGER.info("fastfm GP fit: N=%d, solver=cg (max_exact_n=%d; %d PCG iterations, %d of them with "
+                         "single-precision kernel values; residual %.2g in double; preconditioner rank %d)", n,
+                         max_exact_n, info.n_iter, info.n_single_precision_iter, float(np.max(info.residuals)),
+                         preconditioner.rank)
         return self
 
     # ------------------------------------------------------------ likelihood
@@ -794,77 +637,6 @@ class GaussianProcessRegressor:
             raise InvalidConfigError(f"{what} needs the exact solver, but this model was fitted with "
                                      f"solver_={self.solver_!r}; refit with method='cholesky'", "method", self.method)
 
-    def _hyperparameter_subset(self, n, solver):
-        """Sorted indices of the points the L-BFGS-B starts run on, or None for all n (``hyperparameter_subset``)."""
-        size = self.hyperparameter_subset
-        if isinstance(size, str) and size == "auto":
-            size = _AUTO_SUBSET if solver == "cg" or n > _AUTO_SUBSET_MIN_N else None
-        elif size is not None and (not isinstance(size, numbers.Integral) or isinstance(size, bool) or size < 1):
-            raise InvalidConfigError(f"hyperparameter_subset must be a positive integer, None or 'auto', got "
-                                     f"hyperparameter_subset={size!r}", "hyperparameter_subset", size)
-        if self.optimizer is None or size is None or size >= n:
-            return None
-        rng = np.random.default_rng(self.random_state)
-        return np.sort(rng.choice(n, size=int(size), replace=False))
-
     def _points_fitted_on(self, n, subset):
         """``hyperparameter_subset_``: 0 without an optimizer, else the subset's size or all n."""
         return 0 if self.optimizer is None else n if subset is None else len(subset)
-
-    def _warm_start(self, n_kernel):
-        """The previous fit's [θ, log noise] when it has the kernel's shape (a refit starts there too), else None."""
-        previous = getattr(self, "_fitted_theta", None)
-        return previous if previous is not None and previous.shape == (n_kernel + 1,) else None
-
-    def _fit_subset(self, X, y_train, subset, noise):
-        """The exact fit, with every L-BFGS-B start, on X[subset]: the first half of "subset, then refine".
-
-        y_train is already standardised and is used as is, so the fitted noise is in the full model's units."""
-        warm_start = self._warm_start(self.kernel.n_theta)
-        tuned = GaussianProcessRegressor(
-            self.kernel, space=self.space, optimizer=self.optimizer, n_restarts=self.n_restarts, noise=noise,
-            noise_bounds=self.noise_bounds, normalize_y=False, log_transform_y=False,
-            random_state=self.random_state, copy_X_train=False, theta_prior=self.theta_prior,
-            n_finalists=self.n_finalists, method="cholesky", hyperparameter_subset=None)
-        if warm_start is not None:
-            tuned._fitted_theta = warm_start      # a refit's previous optimum joins the starts
-        return tuned.fit(X[subset], y_train[subset])
-
-    def _fit_cg(self, X, y_train, y_transform, subset, max_exact_n):
-        """Matrix-free fit: hyperparameters on a random subset (exact), then α = (K + noise·I)⁻¹ y by PCG."""
-        noise, _ = self._check_params()
-        n = X.shape[0]
-        lml = float("nan")
-        n_failed = 0
-        if self.optimizer is not None:
-            tuned = self._fit_subset(X, y_train, np.arange(n) if subset is None else subset, noise)
-            kernel, noise = tuned.kernel_, tuned.noise_
-            lml, n_failed = tuned.log_marginal_likelihood_value_, tuned.n_restarts_failed_
-        else:
-            kernel = self.kernel.clone_with_theta(self.kernel.theta)
-        alpha, info, preconditioner = CGSolver.fit(kernel, X, y_train, noise, self.cg_options)
-
-        self.kernel_ = kernel
-        self.noise_ = float(noise)
-        self.X_train_ = X
-        self.y_train_ = y_train
-        self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_ = y_transform
-        self.L_ = None
-        self.jitter_ = 0.0
-        self.alpha_ = alpha
-        self.log_marginal_likelihood_value_ = float(lml)
-        self.n_restarts_failed_ = n_failed
-        self.best_y_standardized_ = float(np.min(y_train))
-        self._fitted_theta = np.append(kernel.theta, math.log(noise))
-        self._diag_depends_on_continuous = cholesky.probe_diag(kernel, X)
-        self.solver_ = "cg"
-        self.max_exact_n_ = max_exact_n
-        self.hyperparameter_subset_ = self._points_fitted_on(n, subset)
-        self.cg_info_ = info
-        self._preconditioner = preconditioner
-        _LOGGER.info("fastfm GP fit: N=%d, solver=cg (max_exact_n=%d; %d PCG iterations, %d of them with "
-                     "single-precision kernel values; residual %.2g in double; preconditioner rank %d)", n,
-                     max_exact_n, info.n_iter, info.n_single_precision_iter, float(np.max(info.residuals)),
-                     preconditioner.rank)
-        return self
-
