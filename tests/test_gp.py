@@ -684,3 +684,16 @@ def test_default_restarts_escape_the_white_noise_plateau(seed):
     uniform = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=3, random_state=0,
                                           theta_prior=_UniformStarts()).fit(X, y)
     assert default.log_marginal_likelihood_value_ > uniform.log_marginal_likelihood_value_ + 20.0
+
+
+def test_no_class_of_the_gp_is_over_400_lines():
+    """The GP is split into estimator, solvers and fitting (issue 21): no class of fastfm/gp/ (docstring included)
+    may grow back over 400 lines."""
+    import ast
+    import pathlib
+    package = pathlib.Path(ff.gp.__file__).parent
+    sizes = {f"{path.relative_to(package)}:{node.name}": node.end_lineno - node.lineno + 1
+             for path in package.rglob("*.py") for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ClassDef)}
+    assert "regressor.py:GaussianProcessRegressor" in sizes and len(sizes) >= 8
+    assert max(sizes.values()) <= 400, sorted(sizes.items(), key=lambda item: -item[1])[:3]

@@ -1,10 +1,17 @@
-"""Exact Gaussian process regression on encoded mixed-space arrays (SPEC §5).
+"""The Gaussian process regressor on encoded mixed-space arrays (SPEC §5): the scikit-learn estimator.
 
 The regressor follows scikit-learn's ``GaussianProcessRegressor``: ``__init__``
 only stores its arguments, ``fit`` sets the trailing-underscore attributes, and
 the kernel is only ever touched through its ``theta``/``bounds`` contract
 (``fastfm.kernels.base``).  The hyperparameter vector the regressor optimises
 is ``[kernel.theta, log noise]``.
+
+The estimator checks its inputs and orchestrates; the work is elsewhere in ``fastfm.gp``:
+``fitting`` (the hyperparameters: multi-start L-BFGS-B, racing, subset-then-refine), ``solvers``
+(the exact Cholesky solver and the matrix-free PCG one, their posteriors), ``mll`` (the exact log
+marginal likelihood and its gradient), ``_data`` (encoding X, transforming y).  The class itself
+writes the fitted state (``fit``); ``_PredictionMixin`` reads it (``predict``, ``sample_y``, the
+posterior protocol) and ``_RegressorMixin`` is the scikit-learn protocol (parameters, ``score``, tags).
 
 Units
 -----
@@ -22,7 +29,7 @@ Numerics (GPML = Rasmussen & Williams 2006)
   evaluated as the kernel's fused ``gradient_reduction(X, W)`` with
   W = ½(ααᵀ − K⁻¹): the N×N×n_theta tensor is never formed.
 * A Cholesky that fails is retried with an escalating diagonal jitter
-  (``_JITTER_SCHEDULE``); ``fit`` warns with :class:`JitterWarning` when the
+  (``_linalg._JITTER_SCHEDULE``); ``fit`` warns with :class:`JitterWarning` when the
   final model needed one.
 """
 import logging
@@ -31,8 +38,8 @@ import numbers
 
 import numpy as np
 
-from ..exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from . import _warnings, fitting, mll, solvers
+from ..exceptions import InvalidConfigError
+from . import _data, _warnings, fitting, mll, solvers
 from ._linalg import JitterWarning
 from .solvers import cholesky
 from .solvers.cg import CGSolver
@@ -42,7 +49,227 @@ __all__ = ["GaussianProcessRegressor", "JitterWarning"]
 
 _LOGGER = logging.getLogger(__name__)
 
-class GaussianProcessRegressor:
+
+class _RegressorMixin:
+    """The scikit-learn estimator protocol around ``_PARAM_NAMES`` (what sklearn's ``BaseEstimator`` and
+    ``RegressorMixin`` provide, without depending on scikit-learn): parameters by name, so that
+    ``sklearn.base.clone``, ``GridSearchCV`` and ``cross_val_score`` work, the R² score and the tags."""
+
+    _PARAM_NAMES = ()
+
+    def get_params(self, deep=True):
+        """The constructor arguments by name (``deep`` is accepted for scikit-learn compatibility)."""
+        return {name: getattr(self, name) for name in self._PARAM_NAMES}
+
+    def set_params(self, **params):
+        """Set constructor arguments by name; returns self."""
+        for name, value in params.items():
+            if name not in self._PARAM_NAMES:
+                raise ValueError(f"unknown parameter {name!r} for {type(self).__name__}; "
+                                 f"valid ones are {list(self._PARAM_NAMES)}")
+            setattr(self, name, value)
+        return self
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R² of ``predict(X)`` against y, as scikit-learn's regressors.
+
+        ``cross_val_score`` and ``GridSearchCV`` use it by default.  1 is a perfect fit; a constant y
+        scores 1 when predicted exactly and 0 otherwise (scikit-learn's ``r2_score``)."""
+        y = np.asarray(y, dtype=np.float64)
+        prediction = self.predict(X)
+        if y.shape != prediction.shape:
+            raise InvalidConfigError(f"y must have one value per row of X ({prediction.shape[0]}), got shape "
+                                     f"{y.shape}", "y")
+        weight = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if weight.shape != y.shape:
+            raise InvalidConfigError(f"sample_weight must have shape {y.shape}, got {weight.shape}",
+                                     "sample_weight")
+        residual = float(np.sum(weight * (y - prediction) ** 2))
+        total = float(np.sum(weight * (y - np.average(y, weights=weight)) ** 2))
+        if total == 0.0:
+            return 1.0 if residual == 0.0 else 0.0
+        return 1.0 - residual / total
+
+    # scikit-learn's view of the estimator: a regressor (is_regressor, the default scorer, CV splitting)
+    _estimator_type = "regressor"     # scikit-learn < 1.6
+
+    def __sklearn_tags__(self):
+        """Estimator tags for scikit-learn ≥ 1.6 (only scikit-learn calls this, so it is importable)."""
+        from sklearn.utils import RegressorTags, Tags, TargetTags
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
+                    regressor_tags=RegressorTags(), non_deterministic=self.random_state is None)
+
+
+class _PredictionMixin:
+    """What a fitted regressor computes from its fitted attributes, without changing them: ``predict`` and
+    ``sample_y`` in the units of y, and the posterior protocol of ``fastfm.optim`` in the standardised latent
+    units (``predict_standardized*``), each delegated to the view of the solver it was fitted with
+    (``solvers.posterior``).  Before ``fit`` these are the prior's."""
+
+    def _check_fitted(self):
+        if not hasattr(self, "alpha_"):
+            raise AttributeError("this GaussianProcessRegressor is not fitted yet; call fit(X, y) first")
+
+    def _is_fitted(self):
+        return hasattr(self, "alpha_")
+
+    def predict_standardized(self, X):
+        """Predictive mean and std of the standardised latent f (noise excluded).
+
+        Before ``fit`` this is the prior: mean 0, std sqrt(k(x, x)).
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims)
+
+        Returns
+        -------
+        mu, sigma : ndarrays of shape (M,)
+        """
+        if not self._is_fitted():
+            X = self._as_array(X, validate=False)
+            return np.zeros(X.shape[0]), np.sqrt(np.maximum(self.kernel.diag(X), 0.0))
+        return self._posterior().predict_standardized(self._as_array(X, validate=False))
+
+    def predict_standardized_from_cross(self, K_cross, k_diag):
+        """Predictive mean and std of the standardised latent f from precomputed kernel values.
+
+        Parameters
+        ----------
+        K_cross : array of shape (M, N)
+            k(X*, X_train_), e.g. from ``kernel_.neighbour_gram``.
+        k_diag : array of shape (M,)
+            k(x*, x*).
+
+        Returns
+        -------
+        mu, sigma : ndarrays of shape (M,)
+        """
+        self._check_fitted()
+        self._require_exact("predict_standardized_from_cross")
+        return ExactPosterior(self).predict_standardized_from_cross(K_cross, k_diag)
+
+    def predict_standardized_with_input_gradient(self, X):
+        """Predictive mean/std of the standardised latent f and their derivatives w.r.t. the continuous inputs.
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims)
+
+        Returns
+        -------
+        mu, sigma : ndarrays of shape (M,)
+        dmu, dsigma : ndarrays of shape (M, n_continuous)
+            ∂mu/∂X[:, d] and ∂sigma/∂X[:, d] for the encoded continuous columns
+            d (the first n_continuous columns).  Where sigma = 0 its derivative
+            is set to 0.
+        """
+        self._check_fitted()
+        self._require_exact("predict_standardized_with_input_gradient")
+        return ExactPosterior(self).predict_standardized_with_input_gradient(self._as_array(X, validate=False))
+
+    def _posterior(self):
+        return solvers.posterior(self)
+
+    def _predict_mean(self, X):
+        """Mean of the standardised latent f at encoded X, K(X*, X) α, by the matrix-free product (either solver)."""
+        return self._posterior().mean(X)
+
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predictive distribution in the original units of y.
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims), or a list of config dicts when ``space`` is set
+        return_std : bool
+            Also return the predictive std of the latent function (noise excluded).
+        return_cov : bool
+            Also return the predictive covariance, shape (M, M).  Not together with ``return_std``.
+
+        Returns
+        -------
+        mean : ndarray of shape (M,)
+            y_mean_ + y_std_·mu; with ``log_transform_y``, t⁻¹ of that: the predictive median of y.
+        std : ndarray of shape (M,), only with ``return_std``
+            y_std_·sigma; with ``log_transform_y`` the std of t(y) (natural log units).
+        cov : ndarray of shape (M, M), only with ``return_cov``
+            Same units as ``std`` squared.
+        """
+        if return_std and return_cov:
+            raise ValueError("at most one of return_std and return_cov can be True")
+        X = self._as_array(X)
+        fitted = self._is_fitted()
+        y_mean, y_std = (self.y_mean_, self.y_std_) if fitted else (0.0, 1.0)
+        if fitted and not (return_std or return_cov):
+            # the mean alone: K(X*, X) α by the matrix-free product (no M×N block, no triangular solve)
+            return self._untransform_mean(y_mean + y_std * self._predict_mean(X))
+        if return_cov:
+            mu, cov = self._standardized_mean_and_cov(X, "predict(return_cov=True)")
+            mean = y_mean + y_std * mu
+            out_cov = cov * y_std ** 2
+        else:
+            mu, sigma = self.predict_standardized(X)
+            mean = y_mean + y_std * mu
+        if fitted:
+            mean = self._untransform_mean(mean)
+        if return_cov:
+            return mean, out_cov
+        if return_std:
+            return mean, sigma * y_std
+        return mean
+
+    def _standardized_mean_and_cov(self, X, what):
+        """Mean and full covariance of the standardised latent f at encoded X (the prior before ``fit``)."""
+        if not self._is_fitted():
+            return np.zeros(X.shape[0]), self.kernel(X)
+        self._require_exact(what)
+        return ExactPosterior(self).mean_and_cov(X)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Joint draws of the latent function at X from the posterior (the prior before ``fit``).
+
+        Parameters
+        ----------
+        X : array of shape (M, n_dims), or a list of config dicts when ``space`` is set
+        n_samples : int, default 1
+        random_state : None, int or numpy Generator, default 0
+
+        Returns
+        -------
+        samples : ndarray of shape (M, n_samples)
+            In the units of y (as scikit-learn's ``sample_y``); with ``log_transform_y`` each draw of t(f)
+            is mapped back by t⁻¹.  Needs the exact solver (the full M × M covariance).
+        """
+        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise InvalidConfigError(f"n_samples must be a positive integer, got n_samples={n_samples!r}",
+                                     "n_samples", n_samples)
+        X = self._as_array(X)
+        mu, cov = self._standardized_mean_and_cov(X, "sample_y")
+        # cov is PSD up to rounding (and singular at repeated points): its eigendecomposition with the
+        # negative rounding clipped is a square root that never fails, where a Cholesky would need jitter
+        eigenvalues, eigenvectors = np.linalg.eigh(cov)
+        root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+        rng = np.random.default_rng(random_state)
+        draws = mu[:, None] + root @ rng.standard_normal((X.shape[0], int(n_samples)))
+        if not self._is_fitted():
+            return draws
+        return self._untransform_mean(self.y_mean_ + self.y_std_ * draws)
+
+    def _untransform_mean(self, t):
+        """Back to the original units of y from the (de-standardised) modelled scale."""
+        if self.log_transform_y == "shift":
+            return self.y_shift_ + self.y_log_scale_ * np.expm1(t)
+        if self.log_transform_y:
+            return np.exp(t)
+        return t
+
+    def _require_exact(self, what):
+        if getattr(self, "solver_", "cholesky") != "cholesky":
+            raise InvalidConfigError(f"{what} needs the exact solver, but this model was fitted with "
+                                     f"solver_={self.solver_!r}; refit with method='cholesky'", "method", self.method)
+
+
+class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     """Exact GP regression with hyperparameters by type-II maximum likelihood.
 
     Parameters
@@ -202,91 +429,14 @@ class GaussianProcessRegressor:
                     "log_transform_y", "random_state", "copy_X_train", "theta_prior", "n_finalists", "method",
                     "max_exact_n", "cg_options", "hyperparameter_subset")
 
-    def get_params(self, deep=True):
-        """The constructor arguments by name (``deep`` is accepted for scikit-learn compatibility)."""
-        return {name: getattr(self, name) for name in self._PARAM_NAMES}
-
-    def set_params(self, **params):
-        """Set constructor arguments by name; returns self."""
-        for name, value in params.items():
-            if name not in self._PARAM_NAMES:
-                raise ValueError(f"unknown parameter {name!r} for GaussianProcessRegressor; "
-                                 f"valid ones are {list(self._PARAM_NAMES)}")
-            setattr(self, name, value)
-        return self
-
     # ------------------------------------------------------------------ inputs
-    def _encoding_space(self):
-        return self.space if self.space is not None else getattr(self.kernel, "space", None)
-
     def _as_array(self, X, name="X", validate=True):
-        """Encoded float64 array (N, n_dims) from an array or, with a space, config dicts."""
-        space = self._encoding_space()
-        if isinstance(X, dict) or (isinstance(X, (list, tuple)) and len(X) and isinstance(X[0], dict)):
-            if space is None:
-                raise InvalidConfigError(f"{name} holds config dicts but the regressor has no space to encode "
-                                         "them; pass space=... or encoded arrays", name)
-            X = space.encode(X)
-            if X.ndim == 1:
-                X = X[None, :]
-            return X
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 1:
-            X = X[None, :]
-        if validate and self.space is not None:
-            return self.space.validate_encoded(X, name)
-        if X.ndim != 2:
-            raise InvalidConfigError(f"{name} must be a 2-d array (n_points, n_dims), got shape {X.shape}", name)
-        if validate and not np.all(np.isfinite(X)):
-            row, col = np.argwhere(~np.isfinite(X))[0]
-            raise InvalidValueError(f"{name}[{row}, {col}] is {float(X[row, col])!r}; inputs must be finite",
-                                    name, float(X[row, col]))
-        return np.ascontiguousarray(X)
+        """Encoded float64 array (N, n_dims) from an array or, with a space, config dicts (``_data.as_array``)."""
+        return _data.as_array(X, self.space, self.kernel, name, validate)
 
     def _transform_y(self, y):
-        """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_) with the checks of ``fit``."""
-        y = np.asarray(y, dtype=np.float64)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise InvalidConfigError(f"y must have shape (n_samples,), got y.shape={y.shape}", "y")
-        bad = np.flatnonzero(~np.isfinite(y))
-        if bad.size:
-            raise InvalidValueError(f"y[{bad[0]}] is {float(y[bad[0]])!r}; every target must be finite "
-                                    f"({bad.size} non-finite value(s); drop failed evaluations before fit)",
-                                    "y", float(y[bad[0]]))
-        shift, scale = 0.0, 1.0
-        if self.log_transform_y == "shift":
-            # t(y) = log(1 + (y − min y)/s), s = std(y): defined for any finite y, scale-free
-            shift = float(np.min(y)) if y.size else 0.0
-            scale = float(np.std(y)) if y.size else 1.0
-            if not scale > 0:
-                scale = 1.0
-            y = np.log1p((y - shift) / scale)
-        elif self.log_transform_y:
-            bad = np.flatnonzero(y <= 0)
-            if bad.size:
-                raise InvalidValueError(
-                    f"log_transform_y=True needs y > 0, but y[{bad[0]}] = {float(y[bad[0]])!r}; use "
-                    "log_transform_y='shift' (models log(1 + (y − min y)/std y)) or log_transform_y=False",
-                    "y", float(y[bad[0]]))
-            y = np.log(y)
-        if self.normalize_y and y.size:
-            mean = float(np.mean(y))
-            std = float(np.std(y))
-            if not std > 0:  # a constant y or a single observation: keep unit scale
-                std = 1.0
-        else:
-            mean, std = 0.0, 1.0
-        return (y - mean) / std, mean, std, shift, scale
-
-    def _untransform_mean(self, t):
-        """Back to the original units of y from the (de-standardised) modelled scale."""
-        if self.log_transform_y == "shift":
-            return self.y_shift_ + self.y_log_scale_ * np.expm1(t)
-        if self.log_transform_y:
-            return np.exp(t)
-        return t
+        """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_) with the checks of ``fit`` (``_data.transform_y``)."""
+        return _data.transform_y(y, self.log_transform_y, self.normalize_y)
 
     def _check_params(self):
         if self.log_transform_y not in (False, True, "shift"):
@@ -446,196 +596,11 @@ class GaussianProcessRegressor:
         terms = self.kernel_._likelihood_terms(self.X_train_)
         return self._lml(terms, theta[:n_kernel], self.y_train_, float(theta[n_kernel]), eval_gradient)
 
-    # ------------------------------------------------------------- predict
-    def _check_fitted(self):
-        if not hasattr(self, "alpha_"):
-            raise AttributeError("this GaussianProcessRegressor is not fitted yet; call fit(X, y) first")
-
-    def _is_fitted(self):
-        return hasattr(self, "alpha_")
-
-    def predict_standardized(self, X):
-        """Predictive mean and std of the standardised latent f (noise excluded).
-
-        Before ``fit`` this is the prior: mean 0, std sqrt(k(x, x)).
-
-        Parameters
-        ----------
-        X : array of shape (M, n_dims)
-
-        Returns
-        -------
-        mu, sigma : ndarrays of shape (M,)
-        """
-        if not self._is_fitted():
-            X = self._as_array(X, validate=False)
-            return np.zeros(X.shape[0]), np.sqrt(np.maximum(self.kernel.diag(X), 0.0))
-        return self._posterior().predict_standardized(self._as_array(X, validate=False))
-
-    def predict_standardized_from_cross(self, K_cross, k_diag):
-        """Predictive mean and std of the standardised latent f from precomputed kernel values.
-
-        Parameters
-        ----------
-        K_cross : array of shape (M, N)
-            k(X*, X_train_), e.g. from ``kernel_.neighbour_gram``.
-        k_diag : array of shape (M,)
-            k(x*, x*).
-
-        Returns
-        -------
-        mu, sigma : ndarrays of shape (M,)
-        """
-        self._check_fitted()
-        self._require_exact("predict_standardized_from_cross")
-        return ExactPosterior(self).predict_standardized_from_cross(K_cross, k_diag)
-
-    def predict_standardized_with_input_gradient(self, X):
-        """Predictive mean/std of the standardised latent f and their derivatives w.r.t. the continuous inputs.
-
-        Parameters
-        ----------
-        X : array of shape (M, n_dims)
-
-        Returns
-        -------
-        mu, sigma : ndarrays of shape (M,)
-        dmu, dsigma : ndarrays of shape (M, n_continuous)
-            ∂mu/∂X[:, d] and ∂sigma/∂X[:, d] for the encoded continuous columns
-            d (the first n_continuous columns).  Where sigma = 0 its derivative
-            is set to 0.
-        """
-        self._check_fitted()
-        self._require_exact("predict_standardized_with_input_gradient")
-        return ExactPosterior(self).predict_standardized_with_input_gradient(self._as_array(X, validate=False))
-
-    def _posterior(self):
-        return solvers.posterior(self)
-
-    def _predict_mean(self, X):
-        """Mean of the standardised latent f at encoded X, K(X*, X) α, by the matrix-free product (either solver)."""
-        return self._posterior().mean(X)
-
-    def predict(self, X, return_std=False, return_cov=False):
-        """Predictive distribution in the original units of y.
-
-        Parameters
-        ----------
-        X : array of shape (M, n_dims), or a list of config dicts when ``space`` is set
-        return_std : bool
-            Also return the predictive std of the latent function (noise excluded).
-        return_cov : bool
-            Also return the predictive covariance, shape (M, M).  Not together with ``return_std``.
-
-        Returns
-        -------
-        mean : ndarray of shape (M,)
-            y_mean_ + y_std_·mu; with ``log_transform_y``, t⁻¹ of that: the predictive median of y.
-        std : ndarray of shape (M,), only with ``return_std``
-            y_std_·sigma; with ``log_transform_y`` the std of t(y) (natural log units).
-        cov : ndarray of shape (M, M), only with ``return_cov``
-            Same units as ``std`` squared.
-        """
-        if return_std and return_cov:
-            raise ValueError("at most one of return_std and return_cov can be True")
-        X = self._as_array(X)
-        fitted = self._is_fitted()
-        y_mean, y_std = (self.y_mean_, self.y_std_) if fitted else (0.0, 1.0)
-        if fitted and not (return_std or return_cov):
-            # the mean alone: K(X*, X) α by the matrix-free product (no M×N block, no triangular solve)
-            return self._untransform_mean(y_mean + y_std * self._predict_mean(X))
-        if return_cov:
-            mu, cov = self._standardized_mean_and_cov(X, "predict(return_cov=True)")
-            mean = y_mean + y_std * mu
-            out_cov = cov * y_std ** 2
-        else:
-            mu, sigma = self.predict_standardized(X)
-            mean = y_mean + y_std * mu
-        if fitted:
-            mean = self._untransform_mean(mean)
-        if return_cov:
-            return mean, out_cov
-        if return_std:
-            return mean, sigma * y_std
-        return mean
-
-    def _standardized_mean_and_cov(self, X, what):
-        """Mean and full covariance of the standardised latent f at encoded X (the prior before ``fit``)."""
-        if not self._is_fitted():
-            return np.zeros(X.shape[0]), self.kernel(X)
-        self._require_exact(what)
-        return ExactPosterior(self).mean_and_cov(X)
-
-    def sample_y(self, X, n_samples=1, random_state=0):
-        """Joint draws of the latent function at X from the posterior (the prior before ``fit``).
-
-        Parameters
-        ----------
-        X : array of shape (M, n_dims), or a list of config dicts when ``space`` is set
-        n_samples : int, default 1
-        random_state : None, int or numpy Generator, default 0
-
-        Returns
-        -------
-        samples : ndarray of shape (M, n_samples)
-            In the units of y (as scikit-learn's ``sample_y``); with ``log_transform_y`` each draw of t(f)
-            is mapped back by t⁻¹.  Needs the exact solver (the full M × M covariance).
-        """
-        if not isinstance(n_samples, numbers.Integral) or isinstance(n_samples, bool) or n_samples < 1:
-            raise InvalidConfigError(f"n_samples must be a positive integer, got n_samples={n_samples!r}",
-                                     "n_samples", n_samples)
-        X = self._as_array(X)
-        mu, cov = self._standardized_mean_and_cov(X, "sample_y")
-        # cov is PSD up to rounding (and singular at repeated points): its eigendecomposition with the
-        # negative rounding clipped is a square root that never fails, where a Cholesky would need jitter
-        eigenvalues, eigenvectors = np.linalg.eigh(cov)
-        root = eigenvectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
-        rng = np.random.default_rng(random_state)
-        draws = mu[:, None] + root @ rng.standard_normal((X.shape[0], int(n_samples)))
-        if not self._is_fitted():
-            return draws
-        return self._untransform_mean(self.y_mean_ + self.y_std_ * draws)
-
-    def score(self, X, y, sample_weight=None):
-        """Coefficient of determination R² of ``predict(X)`` against y, as scikit-learn's regressors.
-
-        ``cross_val_score`` and ``GridSearchCV`` use it by default.  1 is a perfect fit; a constant y
-        scores 1 when predicted exactly and 0 otherwise (scikit-learn's ``r2_score``)."""
-        y = np.asarray(y, dtype=np.float64)
-        prediction = self.predict(X)
-        if y.shape != prediction.shape:
-            raise InvalidConfigError(f"y must have one value per row of X ({prediction.shape[0]}), got shape "
-                                     f"{y.shape}", "y")
-        weight = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        if weight.shape != y.shape:
-            raise InvalidConfigError(f"sample_weight must have shape {y.shape}, got {weight.shape}",
-                                     "sample_weight")
-        residual = float(np.sum(weight * (y - prediction) ** 2))
-        total = float(np.sum(weight * (y - np.average(y, weights=weight)) ** 2))
-        if total == 0.0:
-            return 1.0 if residual == 0.0 else 0.0
-        return 1.0 - residual / total
-
-    # scikit-learn's view of the estimator: a regressor (is_regressor, the default scorer, CV splitting)
-    _estimator_type = "regressor"     # scikit-learn < 1.6
-
-    def __sklearn_tags__(self):
-        """Estimator tags for scikit-learn ≥ 1.6 (only scikit-learn calls this, so it is importable)."""
-        from sklearn.utils import RegressorTags, Tags, TargetTags
-        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
-                    regressor_tags=RegressorTags(), non_deterministic=self.random_state is None)
-
     def __repr__(self):
         solver = f", solver_={self.solver_!r}" if hasattr(self, "solver_") else ""
         return (f"GaussianProcessRegressor(kernel={self.kernel!r}, optimizer={self.optimizer!r}, "
                 f"n_restarts={self.n_restarts}, noise={self.noise!r}, normalize_y={self.normalize_y}, "
                 f"log_transform_y={self.log_transform_y}, method={self.method!r}{solver})")
-
-    # ------------------------------------------------------- fit: solver and subset
-    def _require_exact(self, what):
-        if getattr(self, "solver_", "cholesky") != "cholesky":
-            raise InvalidConfigError(f"{what} needs the exact solver, but this model was fitted with "
-                                     f"solver_={self.solver_!r}; refit with method='cholesky'", "method", self.method)
 
     def _points_fitted_on(self, n, subset):
         """``hyperparameter_subset_``: 0 without an optimizer, else the subset's size or all n."""
