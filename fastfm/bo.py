@@ -18,59 +18,13 @@ from threadpoolctl import threadpool_limits
 
 from .acquisition import UCB_BETA, acquisition_function  # noqa: F401  (UCB_BETA: public here too)
 from .exceptions import FastFMError, InvalidValueError
+from .gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior  # noqa: F401  (public names of bo)
 from .kernels import Kernel, make_kernel
 from .optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
 
 __all__ = ["Optimizer", "minimize", "OptimizeResult", "Trial", "ModelFitWarning", "default_hyperparameter_prior"]
 
 _FM_KERNEL_NAMES = ("modlap", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
-
-# Weak Gaussian priors on the log hyperparameters used by default in BO (MAP-II fitting).
-# (mean, std) in natural-log units; inputs are in the unit cube and y is standardised.
-# Without them the marginal likelihood of 10–30 points drives lengthscales and α to their
-# bounds; on Func2C (3 seeds, 60 evaluations, log "shift" transform) the best values went
-# from −0.160/−0.089/−0.130 without to −0.206/−0.138/−0.206 with these priors.
-DEFAULT_LOG_PRIORS = {
-    "lengthscale": (math.log(0.5), 1.0),
-    "alpha": (0.0, 2.0),
-    "beta": (0.0, 2.0),
-    "variance": (0.0, 1.0),
-    "nn_variance": (0.0, 2.0),
-    # Hierarchical kernel (SPEC §3): γ, ρ ∈ (0, 1], log upper bound 0; centred on γ = 0.7
-    # (children weigh somewhat less than parents) and ρ = 0.5 (the kernel's defaults' scale)
-    "gamma": (math.log(0.7), 1.0),
-    "rho": (math.log(0.5), 1.0),
-    "noise": (math.log(1e-3), 2.0),
-}
-
-
-def default_hyperparameter_prior(kernel, overrides=None):
-    """A ``GaussianLogPrior`` over ``[kernel.theta, log noise]`` from ``DEFAULT_LOG_PRIORS``.
-
-    Hyperparameters are matched by name (composite kernels' ``k1__`` prefixes are
-    ignored); an unknown name gets a prior centred in its log bounds with a quarter
-    of their width as std.  ``overrides`` maps names to (mean, std) pairs that
-    replace the defaults.
-    """
-    from .gp import GaussianLogPrior
-
-    table = {**DEFAULT_LOG_PRIORS, **(overrides or {})}
-    mean, std = [], []
-    for h in kernel.hyperparameters:
-        if h.fixed:
-            continue
-        key = h.name.split("__")[-1]
-        if key in table:
-            m, s = table[key]
-            mean += [m] * h.n_elements
-            std += [s] * h.n_elements
-        else:
-            log_bounds = np.log(np.asarray(h.bounds, dtype=float))
-            mean += list(log_bounds.mean(axis=1))
-            std += list((log_bounds[:, 1] - log_bounds[:, 0]) / 4.0)
-    m, s = table["noise"]
-    return GaussianLogPrior(np.array(mean + [m]), np.array(std + [s]))
-
 
 class ModelFitWarning(RuntimeWarning):
     """The surrogate could not be fitted; a random point was suggested instead."""

@@ -16,7 +16,7 @@ from test_cuda_backend import cuda_backend  # noqa: F401  (the fixture: GPU, els
 import fastfm as ff
 from fastfm import _backends
 from fastfm.exceptions import InvalidValueError, NotPositiveDefiniteError
-from fastfm.gp import _JITTER_SCHEDULE, _cholesky_in_place
+from fastfm.gp._linalg import _JITTER_SCHEDULE, _cholesky_in_place
 
 pytest.importorskip("numba", reason="numba is not installed (it is in the 'test' extra)")
 
@@ -218,7 +218,7 @@ def test_out_of_device_memory_is_a_typed_error_and_the_gp_falls_back_to_the_host
 @pytest.mark.parametrize("backend", ["numpy", "cuda"])
 def test_restarts_run_one_after_another_when_the_likelihood_is_on_the_gpu(cuda_backend, monkeypatch, backend):
     """In threads the starts would queue on the one GPU, each holding two N × N buffers."""
-    import fastfm.gp
+    from fastfm.gp import fitting
 
     recorded = []
 
@@ -229,9 +229,9 @@ def test_restarts_run_one_after_another_when_the_likelihood_is_on_the_gpu(cuda_b
         recorded.append(parallel)
         raise Recorded
 
-    monkeypatch.setattr(fastfm.gp, "thread_map", recording_thread_map)
+    monkeypatch.setattr(fitting, "thread_map", recording_thread_map)
     space = SPACES["func3c_like"]
-    n = fastfm.gp._PARALLEL_RESTART_MIN_N
+    n = fitting._PARALLEL_RESTART_MIN_N
     X = space.sample_encoded(n, seed=2)
     with pytest.raises(Recorded):
         ff.GaussianProcessRegressor(_fm_kernel(space, backend), n_restarts=3).fit(X, np.arange(n, dtype=float))

@@ -6,7 +6,8 @@ import pytest
 
 import fastfm as ff
 from fastfm.exceptions import FitError, InvalidConfigError, InvalidValueError, NotPositiveDefiniteError
-from fastfm import gp as gp_module
+from fastfm.gp import _linalg, fitting, mll
+from fastfm.gp.solvers import cholesky
 from fastfm.gp import GaussianLogPrior, GaussianProcessRegressor, JitterWarning
 from fastfm.kernels import RBF, Matern52, ModLap, ModNN
 
@@ -104,7 +105,7 @@ def test_prior_enters_objective_and_gradient():
     mean = np.append(kernel.theta, np.log(1e-2))
     prior = GaussianLogPrior(mean=mean, std=2.0)
     gp = GaussianProcessRegressor(kernel, theta_prior=prior, optimizer=None).fit(X, y)
-    objective = gp._objective(kernel.clone_with_theta(kernel.theta), X, gp.y_train_, kernel.n_theta)
+    objective = fitting.objective(kernel.clone_with_theta(kernel.theta), X, gp.y_train_, prior)
     theta = mean + np.array([0.3, -0.2, 0.1, 0.4, -0.5])
     value, grad = objective(theta)
     assert value == pytest.approx(-(gp.log_marginal_likelihood(theta) + prior(theta)[0]), rel=1e-12)
@@ -122,18 +123,18 @@ def test_prior_enters_objective_and_gradient():
 # ----------------------------------------------------------------------------- one N × N buffer per evaluation
 @pytest.mark.parametrize("n, block", [(1, 4), (7, 3), (9, 3), (10, 16), (300, 128)])
 def test_overwrite_strict_lower_mirrors_or_zeros_in_blocks(monkeypatch, n, block):
-    monkeypatch.setattr(gp_module, "_MIRROR_BLOCK", block)
+    monkeypatch.setattr(_linalg, "_MIRROR_BLOCK", block)
     M = np.random.default_rng(n).standard_normal((n, n))
     upper = np.triu(M)
     mirrored = M.copy()
-    gp_module._overwrite_strict_lower(mirrored)
+    _linalg._overwrite_strict_lower(mirrored)
     np.testing.assert_array_equal(mirrored, upper + np.triu(M, 1).T)
     zeroed = M.copy()
-    gp_module._overwrite_strict_lower(zeroed, with_zeros=True)
+    _linalg._overwrite_strict_lower(zeroed, with_zeros=True)
     np.testing.assert_array_equal(zeroed, upper)
     # on the transposed view it overwrites the strict upper triangle from the lower one
     from_lower = M.copy()
-    gp_module._overwrite_strict_lower(from_lower.T)
+    _linalg._overwrite_strict_lower(from_lower.T)
     np.testing.assert_array_equal(from_lower, np.tril(M) + np.tril(M, -1).T)
 
 
@@ -145,7 +146,7 @@ def _spd(n, seed, rank=None):
 def test_cholesky_in_place_factorises_in_the_grams_buffer():
     K = _spd(40, seed=1)
     work = K.copy()
-    factor, jitter = gp_module._cholesky_in_place(work)
+    factor, jitter = _linalg._cholesky_in_place(work)
     assert jitter == 0.0
     assert np.shares_memory(factor, work)
     np.testing.assert_allclose(np.tril(factor), np.linalg.cholesky(K), rtol=1e-12, atol=1e-12)
@@ -157,9 +158,9 @@ def test_cholesky_in_place_jitter_retries_restore_k():
     """A rank-deficient K fails the first factorisation; each retry starts again from K (restored from the
     triangle dpotrf does not touch) plus a larger jitter, so the factor is exactly that of K + jitter·I."""
     K = _spd(30, seed=2, rank=10)
-    factor, jitter = gp_module._cholesky_in_place(K.copy())
+    factor, jitter = _linalg._cholesky_in_place(K.copy())
     assert jitter > 0
-    assert jitter / np.mean(np.diag(K)) in gp_module._JITTER_SCHEDULE
+    assert jitter / np.mean(np.diag(K)) in _linalg._JITTER_SCHEDULE
     expected = np.linalg.cholesky(K + jitter * np.eye(30))
     np.testing.assert_allclose(np.tril(factor), expected, rtol=1e-9, atol=1e-9 * np.max(np.abs(expected)))
 
@@ -168,18 +169,18 @@ def test_cholesky_in_place_names_the_problem():
     K = _spd(5, seed=3)
     K[4, 1] = K[1, 4] = np.inf
     with pytest.raises(NotPositiveDefiniteError, match=r"non-finite value K\[1, 4\]=inf at x"):
-        gp_module._cholesky_in_place(K, lambda: " at x")
+        _linalg._cholesky_in_place(K, lambda: " at x")
     with pytest.raises(NotPositiveDefiniteError, match="non-positive mean diagonal"):
-        gp_module._cholesky_in_place(-np.eye(3))
+        _linalg._cholesky_in_place(-np.eye(3))
     with pytest.raises(NotPositiveDefiniteError, match="not positive definite even with jitter"):
-        gp_module._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
+        _linalg._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
 
 
 @pytest.mark.parametrize("name", ["modlap", "addlap", "prodlap"])
 def test_in_place_likelihood_matches_the_dense_definition(monkeypatch, name):
     """The likelihood and its gradient from one reused buffer equal the textbook formulas: the FM path and
     the generic one (sums, products), with the mirroring split in several blocks (N = 90, blocks of 32)."""
-    monkeypatch.setattr(gp_module, "_MIRROR_BLOCK", 32)
+    monkeypatch.setattr(_linalg, "_MIRROR_BLOCK", 32)
     X, y = _data(MIXED, 90, seed=6)
     y = (y - y.mean()) / y.std()
     kernel = ff.kernels.make_kernel(name, MIXED)
@@ -254,7 +255,7 @@ def test_predictions_in_blocks_of_rows_equal_the_whole_block(monkeypatch):
     gp = GaussianProcessRegressor(ModLap(MIXED), optimizer=None, noise=1e-2).fit(X, y)
     whole = gp.predict(X_test, return_std=True)
     # 256-row blocks (the floor) for 700 points: blocks of 256, 256 and 188
-    monkeypatch.setattr(gp_module, "_CROSS_BLOCK_BYTES", 8 * 40)
+    monkeypatch.setattr(cholesky, "_CROSS_BLOCK_BYTES", 8 * 40)
     blocked = gp.predict(X_test, return_std=True)
     np.testing.assert_allclose(blocked[0], whole[0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(blocked[1], whole[1], rtol=1e-10, atol=1e-12)
@@ -283,13 +284,13 @@ def test_racing_restarts_reach_the_full_optimum_with_fewer_evaluations(monkeypat
     """n_finalists races the starts: same optimum as running every start to convergence, less work."""
     X, y = _data(MIXED, 40, seed=3)
     calls = []
-    original = GaussianProcessRegressor._lml
+    original = mll.lml
 
-    def counted(self, *args, **kwargs):
+    def counted(*args, **kwargs):
         calls.append(1)
-        return original(self, *args, **kwargs)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(GaussianProcessRegressor, "_lml", counted)
+    monkeypatch.setattr(mll, "lml", counted)   # every likelihood evaluation of the fit goes through it
     prior = ff.GaussianLogPrior(0.0, 2.0)
     results = {}
     for n_finalists in (None, 2):
@@ -456,6 +457,18 @@ def test_duplicates_without_noise_need_jitter_and_warn():
                                       noise_bounds="fixed").fit(X, np.arange(6.0))
     assert gp.jitter_ > 0
     assert np.all(np.isfinite(gp.predict(X)))
+
+
+def test_jitter_warnings_point_at_the_caller_of_fit():
+    """Wherever the factorisation that needed jitter sits (the final one, or the hyperparameter subset's
+    before the refinement on all points), the warning names this file, the line that called fit."""
+    X = np.repeat(CONTINUOUS.sample_encoded(6, seed=1), 2, axis=0)
+    for options in ({"optimizer": None}, {"n_restarts": 0, "hyperparameter_subset": 6, "random_state": 0}):
+        with pytest.warns(JitterWarning) as record:
+            GaussianProcessRegressor(RBF(CONTINUOUS), noise=1e-300, noise_bounds="fixed", **options).fit(
+                X, np.arange(12.0))
+        assert [w.filename for w in record] == [__file__] * len(record), options
+    assert len(record) == 2      # the subset's factorisation and the final one each warned
 
 
 def test_log_transform_y():
@@ -671,3 +684,16 @@ def test_default_restarts_escape_the_white_noise_plateau(seed):
     uniform = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=3, random_state=0,
                                           theta_prior=_UniformStarts()).fit(X, y)
     assert default.log_marginal_likelihood_value_ > uniform.log_marginal_likelihood_value_ + 20.0
+
+
+def test_no_class_of_the_gp_is_over_400_lines():
+    """The GP is split into estimator, solvers and fitting (issue 21): no class of fastfm/gp/ (docstring included)
+    may grow back over 400 lines."""
+    import ast
+    import pathlib
+    package = pathlib.Path(ff.gp.__file__).parent
+    sizes = {f"{path.relative_to(package)}:{node.name}": node.end_lineno - node.lineno + 1
+             for path in package.rglob("*.py") for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ClassDef)}
+    assert "regressor.py:GaussianProcessRegressor" in sizes and len(sizes) >= 8
+    assert max(sizes.values()) <= 400, sorted(sizes.items(), key=lambda item: -item[1])[:3]

@@ -1,4 +1,4 @@
-"""Large-N GP regression (fastfm/gp_large.py, GaussianProcessRegressor(method=...)): small sizes, fast.
+"""Large-N GP regression (fastfm/gp/solvers, kernels/matvec.py, GaussianProcessRegressor(method=...)): small, fast.
 
 * the matrix-free product K V: C++ against the blocked NumPy reference at 1e-12, both against dense K V;
 * PCG solves and predictions against the exact Cholesky path;
@@ -10,8 +10,11 @@ import pytest
 from test_backend_parity import ALL_SPACES, MODULATIONS, _hyper, _inputs, assert_close, cpp, forced_lanes  # noqa: F401
 
 import fastfm as ff
-from fastfm import gp as gp_module
-from fastfm import gp_large
+from fastfm import _parallel
+from fastfm.gp import fitting
+from fastfm.gp.solvers import _pcg, cg, preconditioner
+from fastfm.gp.solvers.cholesky import ExactSolver
+from fastfm.kernels import matvec
 from fastfm._backends import numpy_backend
 from fastfm.benchmarks.regression import make_mixed_regression, regression_space
 from fastfm.exceptions import InvalidConfigError, InvalidValueError
@@ -66,7 +69,7 @@ def test_low_rank_gradient_reduction_matches_dense_weights():
     fm = ff.kernels.ModLap(space, lengthscale=0.4, lengthscale_bounds="fixed")  # a fixed block: the mask applies
     generic = fm + ff.kernels.ModLap(space)                                     # no fused path: dense fallback
     for kernel in (fm, generic):
-        np.testing.assert_allclose(gp_large.low_rank_gradient_reduction(kernel, X, U, Z),
+        np.testing.assert_allclose(cg.low_rank_gradient_reduction(kernel, X, U, Z),
                                    kernel.gradient_reduction(X, U @ Z.T), rtol=1e-10, atol=1e-10)
 
 
@@ -76,7 +79,7 @@ def test_kernel_matvec_generic_fallback_matches_dense():
     kernel = ff.kernels.ModLap(space) + ff.kernels.ModLap(space, lengthscale=0.2)
     X = space.sample_encoded(60, seed=5)
     V = np.random.default_rng(6).standard_normal(60)
-    np.testing.assert_allclose(gp_large.kernel_matvec(kernel, X, V), kernel(X) @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(matvec.kernel_matvec(kernel, X, V), kernel(X) @ V, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------- single-precision K·V (csrc/include/fastfm/matvec_single.hpp)
@@ -181,7 +184,7 @@ def test_single_precision_matvec_restores_the_floating_point_mode(cpp):  # noqa:
 
 
 def _solve(kernel, X, y, noise, **options):
-    return gp_large.solve_system(kernel, X, noise, y[:, None], gp_large.check_cg_options(options))
+    return cg.solve_system(kernel, X, noise, y[:, None], cg.check_cg_options(options))
 
 
 def test_mixed_precision_pcg_agrees_with_double_and_is_certified_in_double():
@@ -221,7 +224,7 @@ def test_cg_predictive_mean_uses_the_precision_of_the_fit(precision):
     assert (gp.cg_info_.n_single_precision_iter > 0) == (precision == "auto")
     mean = gp.predict(X_test)
     mean_and_std = gp.predict(X_test, return_std=True)[0]
-    double = gp.y_mean_ + gp.y_std_ * gp_large.kernel_matvec(gp.kernel_, X_test, gp.alpha_, Y=X)
+    double = gp.y_mean_ + gp.y_std_ * matvec.kernel_matvec(gp.kernel_, X_test, gp.alpha_, Y=X)
     np.testing.assert_array_equal(mean, mean_and_std)
     scale = gp.y_std_ * (np.abs(gp.kernel_(X_test, X)) @ np.abs(gp.alpha_))
     error = np.abs(mean - double)
@@ -236,9 +239,9 @@ def test_mixed_precision_redoes_a_broken_down_single_solve_in_double(monkeypatch
     # a single-precision operator that is not positive definite: PCG breaks down at once, the solve is
     # redone in double and reaches tol (no observation lost, no error)
     _, kernel, X, y, _, _ = _problem(300)
-    monkeypatch.setattr(gp_large, "_single_precision_product",
-                        lambda kernel, X: (lambda V: -gp_large.kernel_matvec(kernel, X, V)))
-    with caplog.at_level("WARNING", logger="fastfm.gp_large"):
+    monkeypatch.setattr(matvec, "_single_precision_product",
+                        lambda kernel, X: (lambda V: -matvec.kernel_matvec(kernel, X, V)))
+    with caplog.at_level("WARNING", logger="fastfm.gp.solvers.cg"):
         solution, info, _ = _solve(kernel, X, y, 1e-2, tol=1e-4, precision="mixed")
     assert "broke down" in caplog.text
     assert info.converged and info.n_single_precision_iter == 0
@@ -251,8 +254,8 @@ def test_mixed_precision_continues_in_double_where_the_single_solve_misses_tol(m
     # tol, and double iterations must take the solve the rest of the way
     _, kernel, X, y, _, _ = _problem(300)
     noise = 1e-2
-    monkeypatch.setattr(gp_large, "_single_precision_product",
-                        lambda kernel, X: (lambda V: 1.03 * gp_large.kernel_matvec(kernel, X, V)))
+    monkeypatch.setattr(matvec, "_single_precision_product",
+                        lambda kernel, X: (lambda V: 1.03 * matvec.kernel_matvec(kernel, X, V)))
     solution, info, _ = _solve(kernel, X, y, noise, tol=1e-4, precision="mixed")
     assert info.converged and info.residuals[0] <= 1e-4
     assert info.n_iter > info.n_single_precision_iter > 0
@@ -269,12 +272,12 @@ def _problem(n, seed=0):
 
 def test_full_rank_pivoted_cholesky_reconstructs_k_and_preconditioner_inverts():
     _, kernel, X, _, _, _ = _problem(80)
-    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=80, tol=0.0)
+    L, pivots, residual = preconditioner.pivoted_cholesky(kernel, X, max_rank=80, tol=0.0)
     K = kernel(X)
     np.testing.assert_allclose(L.T @ L, K, atol=1e-10 * np.max(K))
     np.testing.assert_allclose(residual, 0.0, atol=1e-10 * np.max(K))
     assert len(set(pivots.tolist())) == len(pivots)
-    pre = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05)
+    pre = preconditioner.PivotedCholeskyPreconditioner(L, pivots, 0.05)
     R = np.random.default_rng(0).standard_normal((80, 2))
     np.testing.assert_allclose(pre.solve(R), np.linalg.solve(L.T @ L + 0.05 * np.eye(80), R), rtol=1e-8, atol=1e-10)
 
@@ -284,11 +287,11 @@ def test_blocked_pivoted_cholesky_takes_the_greedy_pivots(monkeypatch, batch):
     """Each pivot has the largest residual variance given the pivots before it (Harbrecht et al. 2012,
     Alg. 1), whatever the batch sizes: batches accept a candidate only when it is the greedy choice."""
     if batch is not None:
-        monkeypatch.setattr(gp_large, "_PIVOT_BATCH_MIN", batch[0])
-        monkeypatch.setattr(gp_large, "_PIVOT_BATCH_MAX", batch[1])
+        monkeypatch.setattr(preconditioner, "_PIVOT_BATCH_MIN", batch[0])
+        monkeypatch.setattr(preconditioner, "_PIVOT_BATCH_MAX", batch[1])
     _, kernel, X, _, _, _ = _problem(150, seed=3)
     K = kernel(X)
-    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=70)
+    L, pivots, residual = preconditioner.pivoted_cholesky(kernel, X, max_rank=70)
     assert len(pivots) == 70 and len(set(pivots.tolist())) == 70
     d = np.diag(K).copy()
     for m, pivot in enumerate(pivots):
@@ -304,7 +307,7 @@ def test_pivoted_cholesky_takes_no_duplicate_of_a_pivot():
     they must not become pivots (a division by ~1e-8), even with tol = 0."""
     _, kernel, X, _, _, _ = _problem(60, seed=5)
     X2 = np.vstack([X, X, X[:10]])
-    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X2, max_rank=130, tol=0.0)
+    L, pivots, residual = preconditioner.pivoted_cholesky(kernel, X2, max_rank=130, tol=0.0)
     assert len(pivots) == 60
     assert len({X2[p].tobytes() for p in pivots}) == 60
     K = kernel(X2)
@@ -315,7 +318,7 @@ def test_pivoted_cholesky_takes_no_duplicate_of_a_pivot():
 def test_pivoted_cholesky_stops_at_the_trace_tolerance():
     _, kernel, X, _, _, _ = _problem(120, seed=4)
     trace = float(np.trace(kernel(X)))
-    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=120, tol=0.05)
+    L, pivots, residual = preconditioner.pivoted_cholesky(kernel, X, max_rank=120, tol=0.05)
     assert np.sum(residual) <= 0.05 * trace
     before_last = residual + L[-1] ** 2
     assert np.sum(before_last) > 0.05 * trace    # one pivot fewer would not have met the tolerance
@@ -326,10 +329,10 @@ def test_pivoted_cholesky_stops_at_the_trace_tolerance():
 
 def test_low_rank_preconditioner_with_fitc_diagonal_inverts_and_keeps_the_diagonal():
     _, kernel, X, _, _, _ = _problem(80)
-    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=10)
+    L, pivots, residual = preconditioner.pivoted_cholesky(kernel, X, max_rank=10)
     K = kernel(X)
     np.testing.assert_allclose(residual, np.diag(K - L.T @ L), rtol=1e-8, atol=1e-12)
-    pre = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, residual)
+    pre = preconditioner.PivotedCholeskyPreconditioner(L, pivots, 0.05, residual)
     P = L.T @ L + np.diag(residual + 0.05)
     np.testing.assert_allclose(np.diag(P), np.diag(K) + 0.05, rtol=1e-10)
     R = np.random.default_rng(0).standard_normal((80, 2))
@@ -341,11 +344,11 @@ def test_pcg_matches_direct_solve_per_column_and_warm_start_helps():
     A = rng.standard_normal((120, 120))
     A = A @ A.T + 0.5 * np.eye(120)
     B = rng.standard_normal((120, 3))
-    X, info = gp_large.pcg(lambda V: A @ V, B, lambda R: R / np.diag(A)[:, None], tol=1e-12, max_iter=500)
+    X, info = _pcg.pcg(lambda V: A @ V, B, lambda R: R / np.diag(A)[:, None], tol=1e-12, max_iter=500)
     assert info.converged
     np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-8, atol=1e-9)
     warm = np.linalg.solve(A, B) + 1e-6 * rng.standard_normal(B.shape)
-    _, warm_info = gp_large.pcg(lambda V: A @ V, B, lambda R: R / np.diag(A)[:, None], tol=1e-12, max_iter=500,
+    _, warm_info = _pcg.pcg(lambda V: A @ V, B, lambda R: R / np.diag(A)[:, None], tol=1e-12, max_iter=500,
                                 X0=warm)
     assert warm_info.converged and warm_info.n_iter < info.n_iter
 
@@ -354,8 +357,8 @@ def test_pcg_matches_direct_solve_per_column_and_warm_start_helps():
 def test_cg_solution_matches_cholesky(rank, block_size):
     _, kernel, X, y, _, _ = _problem(400)
     noise = 0.01
-    options = gp_large.check_cg_options({"tol": 1e-11, "rank": rank, "max_iter": 2000, "block_size": block_size})
-    solution, info, _ = gp_large.solve_system(kernel, X, noise, y[:, None], options)
+    options = cg.check_cg_options({"tol": 1e-11, "rank": rank, "max_iter": 2000, "block_size": block_size})
+    solution, info, _ = cg.solve_system(kernel, X, noise, y[:, None], options)
     exact = np.linalg.solve(kernel(X) + noise * np.eye(len(y)), y)
     assert info.converged
     np.testing.assert_allclose(solution[:, 0], exact, rtol=1e-7, atol=1e-8 * np.max(np.abs(exact)))
@@ -368,16 +371,16 @@ def test_preconditioner_reduces_iterations():
     kernel = ff.kernels.ModLap(space, lengthscale=3.0, alpha=0.1, beta=20.0)
     counts = []
     for rank in (0, 100):
-        options = gp_large.check_cg_options({"tol": 1e-8, "rank": rank, "max_iter": 2000, "block_size": 1})
-        counts.append(gp_large.solve_system(kernel, X, 1e-3, y[:, None], options)[1].n_iter)
+        options = cg.check_cg_options({"tol": 1e-8, "rank": rank, "max_iter": 2000, "block_size": 1})
+        counts.append(cg.solve_system(kernel, X, 1e-3, y[:, None], options)[1].n_iter)
     assert counts[1] < 0.6 * counts[0], counts   # measured: 125 (Jacobi, rank 0) vs 64 (rank 100)
 
 
 def test_cg_does_not_converge_raises_numerical_error():
     _, kernel, X, y, _, _ = _problem(200)
-    options = gp_large.check_cg_options({"tol": 1e-12, "rank": 0, "max_iter": 2, "block_size": 1})
+    options = cg.check_cg_options({"tol": 1e-12, "rank": 0, "max_iter": 2, "block_size": 1})
     with pytest.raises(ff.exceptions.NumericalError, match="max_iter=2"):
-        gp_large.solve_system(kernel, X, 1e-4, y[:, None], options)
+        cg.solve_system(kernel, X, 1e-4, y[:, None], options)
 
 
 # ------------------------------------------------------------------- the regressor
@@ -427,7 +430,7 @@ def test_auto_selects_cholesky_up_to_max_exact_n_then_cg():
     (3 * 8 * 159 ** 2 / 0.75 + 1.0, 159),
 ])
 def test_auto_max_exact_n_follows_the_available_memory(monkeypatch, available, expected):
-    monkeypatch.setattr(gp_module, "available_memory", lambda: available)
+    monkeypatch.setattr(_parallel, "available_memory", lambda: available)
     _, kernel, X, y, _, _ = _problem(160)
     gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
     assert gp.max_exact_n_ == expected
@@ -443,9 +446,10 @@ def test_exact_fit_out_of_memory_falls_back_to_cg_under_auto(monkeypatch):
     def out_of_memory(*args, **kwargs):
         raise MemoryError("no room for N × N")
 
-    monkeypatch.setattr(ff.GaussianProcessRegressor, "_fit_exact", out_of_memory)
-    with pytest.warns(RuntimeWarning, match="ran out of memory; fitting with the matrix-free solver"):
+    monkeypatch.setattr(ExactSolver, "fit", out_of_memory)   # the final N × N factorisation
+    with pytest.warns(RuntimeWarning, match="ran out of memory; fitting with the matrix-free solver") as record:
         gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02).fit(X, y)
+    assert record[0].filename == __file__      # the line that called fit
     assert gp.solver_ == "cg" and gp.cg_info_.converged
     with pytest.raises(MemoryError):   # asked for the exact solver: no silent change of method
         ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.02, method="cholesky").fit(X, y)
@@ -455,18 +459,18 @@ def test_parallel_starts_are_limited_by_memory(monkeypatch):
     """Each start running on all points holds an N × N array: no more run at once than memory holds."""
     _, kernel, X, y, _, _ = _problem(100)
     seen = []
-    real_thread_map = gp_module.thread_map
+    real_thread_map = fitting.thread_map
 
     def recording_thread_map(n_items, parallel=True, max_workers=None):
         seen.append(max_workers)
         return real_thread_map(n_items, parallel, max_workers)
 
-    monkeypatch.setattr(gp_module, "thread_map", recording_thread_map)
+    monkeypatch.setattr(fitting, "thread_map", recording_thread_map)
     array = 8.0 * 100 * 100
-    monkeypatch.setattr(gp_module, "available_memory", lambda: 4 * array / 0.75)
+    monkeypatch.setattr(_parallel, "available_memory", lambda: 4 * array / 0.75)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
     assert seen == [2]          # 4 arrays' room, 2 kept for the factors: 2 starts at a time
-    monkeypatch.setattr(gp_module, "available_memory", lambda: array)
+    monkeypatch.setattr(_parallel, "available_memory", lambda: array)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
     assert seen[-1] == 1
 
@@ -477,7 +481,6 @@ def _write(path, text):
 
 
 def test_available_memory_reads_meminfo_and_the_cgroup_limit(monkeypatch, tmp_path):
-    from fastfm import _parallel
     meminfo = _write(tmp_path / "meminfo", "MemTotal:  32000000 kB\nMemAvailable:  16000000 kB\n")
     monkeypatch.setattr(_parallel, "_MEMINFO", meminfo)
     missing = str(tmp_path / "missing")
@@ -516,8 +519,7 @@ def test_cg_fits_hyperparameters_on_the_subset():
 
 def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
     """Subset, then refine: the starts on a seeded subset, then one L-BFGS-B run on all N from their best."""
-    from fastfm import gp as gp_module
-    monkeypatch.setattr(gp_module, "_REFINE_OPTIONS", gp_module._LBFGSB_OPTIONS)   # the hand-made half is uncapped
+    monkeypatch.setattr(fitting, "_REFINE_OPTIONS", fitting._LBFGSB_OPTIONS)   # the hand-made half is uncapped
     _, kernel, X, y, _, _ = _problem(160)
     common = dict(n_restarts=1, random_state=5, noise=0.01)
     gp = ff.GaussianProcessRegressor(kernel, method="cholesky", hyperparameter_subset=50, **common).fit(X, y)
@@ -539,25 +541,23 @@ def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
 
 
 def test_the_refinement_on_all_points_is_capped(monkeypatch):
-    from fastfm import gp as gp_module
     calls = []
-    minimize = gp_module.minimize
+    minimize = fitting.minimize
 
     def recording(objective, x0, **kwargs):
         calls.append(kwargs["options"]["maxiter"])
         return minimize(objective, x0, **kwargs)
-    monkeypatch.setattr(gp_module, "minimize", recording)
+    monkeypatch.setattr(fitting, "minimize", recording)
     _, kernel, X, y, _, _ = _problem(120)
     ff.GaussianProcessRegressor(kernel, n_restarts=2, random_state=0, noise=0.01, hyperparameter_subset=40).fit(X, y)
     # three starts on the subset with the plain options, then the one refinement on all points, capped
-    assert calls == [gp_module._LBFGSB_OPTIONS["maxiter"]] * 3 + [gp_module._REFINE_OPTIONS["maxiter"]]
-    assert gp_module._REFINE_OPTIONS["maxiter"] < gp_module._LBFGSB_OPTIONS["maxiter"]
+    assert calls == [fitting._LBFGSB_OPTIONS["maxiter"]] * 3 + [fitting._REFINE_OPTIONS["maxiter"]]
+    assert fitting._REFINE_OPTIONS["maxiter"] < fitting._LBFGSB_OPTIONS["maxiter"]
 
 
 def test_auto_hyperparameter_subset_applies_above_its_threshold(monkeypatch):
-    from fastfm import gp as gp_module
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 40)
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 80)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET", 40)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET_MIN_N", 80)
     _, kernel, X, y, _, _ = _problem(120)
     common = dict(n_restarts=0, random_state=0, noise=0.01)
     assert ff.GaussianProcessRegressor(kernel, **common).fit(X[:80], y[:80]).hyperparameter_subset_ == 80
@@ -603,40 +603,40 @@ def test_bad_solver_options_name_the_parameter(params, name):
 
 
 def test_default_rank_grows_with_n_within_its_bounds_and_memory():
-    assert gp_large.default_rank(100) == 100                  # never more pivots than points
-    assert gp_large.default_rank(2000) == 300                 # floor
-    assert gp_large.default_rank(20_000) == 2000              # N / 10
-    assert gp_large.default_rank(50_000) == 4000              # cap
-    assert gp_large.default_rank(500_000) == 500              # two k × N factors stay within memory
-    assert gp_large.check_cg_options(None)["rank"] is None
-    assert gp_large.check_cg_options({"rank": None})["rank"] is None
+    assert preconditioner.default_rank(100) == 100                  # never more pivots than points
+    assert preconditioner.default_rank(2000) == 300                 # floor
+    assert preconditioner.default_rank(20_000) == 2000              # N / 10
+    assert preconditioner.default_rank(50_000) == 4000              # cap
+    assert preconditioner.default_rank(500_000) == 500              # two k × N factors stay within memory
+    assert cg.check_cg_options(None)["rank"] is None
+    assert cg.check_cg_options({"rank": None})["rank"] is None
 
 
 def test_default_block_size_is_4000_within_memory():
-    assert gp_large.default_block_size(100) == 4000            # more than N: one block, the exact residual
-    assert gp_large.default_block_size(50_000) == 4000
-    assert gp_large.default_block_size(100_000) == 2000        # N × block ≤ 2e8 entries
-    assert gp_large.default_block_size(1_000_000) == 1000      # floor
-    assert gp_large.check_cg_options(None)["block_size"] is None
+    assert preconditioner.default_block_size(100) == 4000            # more than N: one block, the exact residual
+    assert preconditioner.default_block_size(50_000) == 4000
+    assert preconditioner.default_block_size(100_000) == 2000        # N × block ≤ 2e8 entries
+    assert preconditioner.default_block_size(1_000_000) == 1000      # floor
+    assert cg.check_cg_options(None)["block_size"] is None
     with pytest.raises(InvalidConfigError, match="block_size.*integer >= 1 or None"):
-        gp_large.check_cg_options({"block_size": 0})
+        cg.check_cg_options({"block_size": 0})
 
 
 def test_cg_fit_uses_the_default_block_size(monkeypatch):
     """block_size=None builds the PITC blocks of default_block_size(N) points."""
-    monkeypatch.setattr(gp_large, "_DEFAULT_BLOCK_BOUNDS", (16, 40))
+    monkeypatch.setattr(preconditioner, "_DEFAULT_BLOCK_BOUNDS", (16, 40))
     _, kernel, X, y, _, _ = _problem(120, seed=4)
     gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=1e-2, method="cg").fit(X, y)
-    assert gp_large.default_block_size(120) == 40
+    assert preconditioner.default_block_size(120) == 40
     assert max(len(b) for b in gp._preconditioner.blocks) == 40
     assert sorted(np.concatenate(gp._preconditioner.blocks).tolist()) == list(range(120))
 
 
 def test_cg_fit_uses_the_default_rank(monkeypatch):
-    monkeypatch.setattr(gp_large, "_DEFAULT_RANK_BOUNDS", (7, 9))
+    monkeypatch.setattr(preconditioner, "_DEFAULT_RANK_BOUNDS", (7, 9))
     _, kernel, X, y, _, _ = _problem(120)
     gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.05, method="cg").fit(X, y)
-    assert gp._preconditioner.rank == gp_large.default_rank(120) == 9   # N / 10 = 12, capped at 9
+    assert gp._preconditioner.rank == preconditioner.default_rank(120) == 9   # N / 10 = 12, capped at 9
     gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=0.05, method="cg",
                                      cg_options={"rank": 5}).fit(X, y)
     assert gp._preconditioner.rank == 5
@@ -648,8 +648,8 @@ def test_stochastic_lml_gradient_matches_exact_within_monte_carlo_bound():
     noise, n_probes = 0.02, 32
     gp = ff.GaussianProcessRegressor(kernel, optimizer=None, noise=noise, normalize_y=False).fit(X, y)
     _, exact = gp.log_marginal_likelihood(gp._fitted_theta, eval_gradient=True)
-    options = gp_large.check_cg_options({"tol": 1e-11, "rank": 60, "n_probes": n_probes})
-    estimate, _, _ = gp_large.stochastic_lml_gradient(kernel, X, y, noise, options, np.random.default_rng(7))
+    options = cg.check_cg_options({"tol": 1e-11, "rank": 60, "n_probes": n_probes})
+    estimate, _, _ = cg.stochastic_lml_gradient(kernel, X, y, noise, options, np.random.default_rng(7))
     # Hutchinson with Rademacher probes: Var[zᵀAz] = 2 Σ_{a≠b} A_ab² for symmetric A = sym(K⁻¹ ∂K_j);
     # the gradient's error is ½ (trace error), so its std is ½ sqrt(2 Σ_{a≠b} A_ab² / S).
     K, dK = kernel(X, eval_gradient=True)
@@ -694,10 +694,9 @@ def test_regression_benchmark_runs_and_reports_every_model():
 
 
 def test_regression_benchmark_fit_each_fits_hyperparameters_at_every_size(monkeypatch):
-    from fastfm import gp as gp_module
     from fastfm.benchmarks.regression import run_regression_benchmark
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET", 30)
-    monkeypatch.setattr(gp_module, "_AUTO_SUBSET_MIN_N", 60)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET", 30)
+    monkeypatch.setattr(fitting, "_AUTO_SUBSET_MIN_N", 60)
     lines = []
     run_regression_benchmark(sizes=(50, 70), n_test=30, n_restarts=0, peers=(), emit=lines.append, fit_each=True)
     rows = [line.split("|") for line in lines if line.startswith("| fastfm")]
@@ -718,8 +717,8 @@ def test_subset_study_reports_subset_refined_and_all_point_rows():
 
 def test_pivot_blocks_partition_the_points_and_group_them_with_a_pivot():
     _, kernel, X, _, _, _ = _problem(300)
-    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=12)
-    blocks = gp_large.pivot_blocks(L, pivots, 40)
+    L, pivots, _ = preconditioner.pivoted_cholesky(kernel, X, max_rank=12)
+    blocks = preconditioner.pivot_blocks(L, pivots, 40)
     together = np.concatenate(blocks)
     assert sorted(together.tolist()) == list(range(300))
     assert max(len(b) for b in blocks) == 40
@@ -730,14 +729,14 @@ def test_pivot_blocks_partition_the_points_and_group_them_with_a_pivot():
     assert all(first.max() <= second.min() for first, second in zip(owners, owners[1:]))
     assert all(np.all(np.diff(b) > 0) for b in blocks)
     # the covariances from the kernel (what with_blocks uses) give the same blocks as those from L
-    from_kernel = gp_large.pivot_blocks(L, pivots, 40, kernel, X)
+    from_kernel = preconditioner.pivot_blocks(L, pivots, 40, kernel, X)
     assert [b.tolist() for b in from_kernel] == [b.tolist() for b in blocks]
 
 
 def test_pitc_preconditioner_inverts_and_matches_k_on_its_blocks():
     _, kernel, X, _, _, _ = _problem(120)
-    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=8)
-    pre = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 30)
+    L, pivots, _ = preconditioner.pivoted_cholesky(kernel, X, max_rank=8)
+    pre = preconditioner.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 30)
     K = kernel(X)
     P = L.T @ L + 0.05 * np.eye(120)
     for b in pre.blocks:
@@ -751,13 +750,13 @@ def test_pitc_preconditioner_from_given_residuals_matches_the_fused_construction
     """with_blocks evaluates and factors each block's residual in place; residual matrices given by the
     caller give the same P⁻¹ and are left as they were."""
     _, kernel, X, _, _, _ = _problem(130)
-    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=max(rank, 1))
+    L, pivots, _ = preconditioner.pivoted_cholesky(kernel, X, max_rank=max(rank, 1))
     L, pivots = L[:rank], pivots[:rank]
-    fused = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 40)
+    fused = preconditioner.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, 0.05, 40)
     K = kernel(X)
     given = [K[np.ix_(b, b)] - L[:, b].T @ L[:, b] for b in fused.blocks]
     copies = [S.copy() for S in given]
-    from_given = gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=fused.blocks, block_residuals=given)
+    from_given = preconditioner.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=fused.blocks, block_residuals=given)
     for S, copy in zip(given, copies):
         np.testing.assert_array_equal(S, copy)
     R = np.random.default_rng(2).standard_normal((130, 2))
@@ -771,12 +770,12 @@ def test_pitc_preconditioner_from_given_residuals_matches_the_fused_construction
 
 def test_pitc_preconditioner_needs_residuals_or_the_kernel():
     _, kernel, X, _, _, _ = _problem(60)
-    L, pivots, _ = gp_large.pivoted_cholesky(kernel, X, max_rank=5)
+    L, pivots, _ = preconditioner.pivoted_cholesky(kernel, X, max_rank=5)
     blocks = [np.arange(0, 30), np.arange(30, 60)]
     with pytest.raises(ValueError, match="block_residuals"):
-        gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=blocks)
+        preconditioner.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=blocks)
     with pytest.raises(ValueError, match="block_residuals"):
-        gp_large.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=blocks,
+        preconditioner.PivotedCholeskyPreconditioner(L, pivots, 0.05, blocks=blocks,
                                                block_residuals=[np.eye(30)])
 
 
@@ -787,17 +786,17 @@ def test_pitc_blocks_take_fewer_pcg_iterations_than_the_fitc_diagonal():
     kernel = ff.kernels.ModLap(space, lengthscale=[11.4, 1.05, 0.47, 0.44, 0.44],
                                alpha=[1e-4] * 6 + [0.41, 0.39, 1e-4, 1e-3], beta=[100, 41, 6, 5, 5] + [100] * 5)
     noise = 1e-4
-    L, pivots, residual = gp_large.pivoted_cholesky(kernel, X, max_rank=30)
-    fitc = gp_large.PivotedCholeskyPreconditioner(L, pivots, noise, residual)
-    pitc = gp_large.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise, 150)
+    L, pivots, residual = preconditioner.pivoted_cholesky(kernel, X, max_rank=30)
+    fitc = preconditioner.PivotedCholeskyPreconditioner(L, pivots, noise, residual)
+    pitc = preconditioner.PivotedCholeskyPreconditioner.with_blocks(kernel, X, L, pivots, noise, 150)
     K = kernel(X)
 
     def apply_A(V):
         return K @ V + noise * V
 
     b = (y - y.mean())[:, None]
-    x_fitc, info_fitc = gp_large.pcg(apply_A, b, fitc.solve, 1e-8, 1000)
-    x_pitc, info_pitc = gp_large.pcg(apply_A, b, pitc.solve, 1e-8, 1000)
+    x_fitc, info_fitc = _pcg.pcg(apply_A, b, fitc.solve, 1e-8, 1000)
+    x_pitc, info_pitc = _pcg.pcg(apply_A, b, pitc.solve, 1e-8, 1000)
     assert info_fitc.converged and info_pitc.converged
     np.testing.assert_allclose(x_pitc, x_fitc, rtol=1e-5, atol=1e-5 * np.max(np.abs(x_fitc)))
     assert info_pitc.n_iter < 0.95 * info_fitc.n_iter, (info_pitc.n_iter, info_fitc.n_iter)
