@@ -1,9 +1,9 @@
-"""GPU check and benchmark: the cuda backend against the NumPy reference and the C++ backend.
+"""``fastfm time gpu``: the cuda backend checked and timed against the NumPy reference and the C++ backend.
 
 Run on a machine with a CUDA GPU and numba::
 
-    python -m fastfm._backends.cuda_bench                       # parity, then timings at N = 2000, 10000, 20000
-    python -m fastfm._backends.cuda_bench --json cuda_bench.json --repeat 5
+    fastfm time gpu                                  # parity, then timings at N = 2000, 10000, 20000
+    fastfm time gpu --json cuda_bench.json --repeat 5
 
 1. Parity: on seeded random inputs (ModLap, a three-term family with t = 1.3
    and diffusion with t = 0.7, on the Func3C and NAS-like spaces), the cuda FM
@@ -16,7 +16,7 @@ Run on a machine with a CUDA GPU and numba::
    before timing anything.
 2. Timings (wall clock, ``--statistic`` of ``--repeat`` runs after one warm-up
    run that also compiles the kernels): the N×N ModLap Gram and Gram + reduction
-   on NAS-like and Func3C (the inputs of ``python -m fastfm.bench kernels``), the
+   on NAS-like and Func3C (the inputs of ``fastfm time kernels``), the
    100,000 × 200 candidate cross Gram, one GP log-likelihood + gradient
    evaluation up to ``--likelihood-max-n`` points (cuda: everything on the
    device; its "host LAPACK" row: Gram and reduction on the GPU, Cholesky and
@@ -28,17 +28,19 @@ Run on a machine with a CUDA GPU and numba::
    measured in the same run.  The table is printed and, with ``--json``,
    written with the machine description.
 """
-import argparse
 import json
 import sys
 
 import numpy as np
 
-from .. import bench
-from . import available_backends, backend_status, get_backend, numpy_backend
-from .modulation import DIFFUSION, LAP_FAMILY, Modulation
+from .._backends import available_backends, backend_status, get_backend, numpy_backend
+from .._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
+from ..benchmarks import workloads
+from ..gp import GaussianProcessRegressor
+from ..kernels import ModLap
+from .timing import describe_machine, hierarchical_arguments, kernel_arguments, time_call
 
-__all__ = ["check_parity", "likelihood_call", "run_timings", "main"]
+__all__ = ["check_parity", "likelihood_call", "run_timings", "add_parser", "run"]
 
 PARITY_RTOL = 1e-10
 PARITY_SIZE = 300
@@ -97,12 +99,12 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None):
         if problem:
             failures.append(f"{label}: {problem}")
 
-    spaces = bench.benchmark_spaces()
+    spaces = workloads.benchmark_spaces()
     rng = np.random.default_rng(0)
     for space_name in ("Func3C", "NAS-like"):
         space = spaces[space_name]
-        C, D, _, _ = bench.kernel_inputs(space, n_points, seed=1)
-        C2, D2, _, _ = bench.kernel_inputs(space, max(3, n_points // 4), seed=2)
+        C, D, _, _ = kernel_arguments(space, n_points, seed=1)
+        C2, D2, _, _ = kernel_arguments(space, max(3, n_points // 4), seed=2)
         W = rng.standard_normal((n_points, n_points))
         P = space.n_discrete
         for mod_name, modulation in MODULATIONS.items():
@@ -172,13 +174,10 @@ def likelihood_call(space, n_points, backend, on_device=True, noise=0.05):
     ``on_device=False`` with the cuda backend: the Gram and the reduction on the GPU, the Cholesky and
     K⁻¹ on the host (LAPACK), the path before ``cuda_linalg``.  The call's ``terms`` attribute is the
     kernel's likelihood terms."""
-    from ..gp import GaussianProcessRegressor
-    from ..kernels import ModLap
-
     X = space.sample_encoded(n_points, seed=11)
     y = np.random.default_rng(12).standard_normal(n_points)
-    kernel = ModLap(space, lengthscale=bench.LENGTHSCALE, alpha=bench.ALPHA, beta=bench.BETA,
-                    variance=bench.VARIANCE, backend=backend)
+    kernel = ModLap(space, lengthscale=workloads.LENGTHSCALE, alpha=workloads.ALPHA, beta=workloads.BETA,
+                    variance=workloads.VARIANCE, backend=backend)
     terms = kernel._likelihood_terms(X)
     if not on_device:
         terms.device = None
@@ -196,8 +195,8 @@ def _check_hierarchical_parity(cuda, n_points, rng, compare):
     """hier_gram (symmetric, cross) and hier_grad_reduction against the NumPy reference (SPEC §3)."""
     W = rng.standard_normal((n_points, n_points))   # not symmetric: pairs use W_ab + W_ba
     for base in ("matern52", "rbf"):
-        V, M, _, args = bench.hierarchical_inputs(n_points, seed=3, base=base)
-        V2, M2, _, _ = bench.hierarchical_inputs(max(3, n_points // 4), seed=4, base=base)
+        V, M, _, args = hierarchical_arguments(n_points, seed=3, base=base)
+        V2, M2, _, _ = hierarchical_arguments(max(3, n_points // 4), seed=4, base=base)
         compare(f"hierarchical/{base} hier_gram symmetric", cuda.hier_gram(V, M, None, None, *args),
                 numpy_backend.hier_gram(V, M, None, None, *args))
         compare(f"hierarchical/{base} hier_gram cross", cuda.hier_gram(V2, M2, V, M, *args),
@@ -210,14 +209,14 @@ def _check_hierarchical_parity(cuda, n_points, rng, compare):
 
 # ----------------------------------------------------------------- timings
 def _time(function, repeat, statistic):
-    return bench.time_call(function, repeat, warmup=1, statistic=statistic)
+    return time_call(function, repeat, warmup=1, statistic=statistic)
 
 
 def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, numpy_max_n=2000, statistic="median",
                 spaces=("NAS-like", "Func3C"), n_candidates=100_000, likelihood_max_n=10_000, file=None):
     """Time cuda, cpp and numpy; print a table and return its rows (times in ms, NaN when not timed)."""
     backends = {name: get_backend(name) for name in ("cuda", "cpp", "numpy") if name in available_backends()}
-    all_spaces = bench.benchmark_spaces()
+    all_spaces = workloads.benchmark_spaces()
     rows = []
     header = (f"{'case':<34} {'cuda ms':>10} {'cpp ms':>10} {'numpy ms':>10} {'numpy/cuda':>11} {'cpp/cuda':>9}")
     print(header, file=file)
@@ -237,7 +236,7 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
     for space_name in spaces:
         space = all_spaces[space_name]
         for n in sizes:
-            C, D, W, args = bench.kernel_inputs(space, n)
+            C, D, W, args = kernel_arguments(space, n)
 
             def gram(module):
                 return module.fm_gram(C, D, None, None, *args)
@@ -267,9 +266,8 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
                 del host
     if n_candidates:
         space = all_spaces["NAS-like"]
-        C2, D2, _, args = bench.kernel_inputs(space, 200)
-        C1, D1 = space.split(space.sample_encoded(n_candidates, seed=7))
-        C1 = np.ascontiguousarray(C1 / bench.LENGTHSCALE)
+        C2, D2, _, args = kernel_arguments(space, 200)
+        C1, D1 = workloads.candidate_inputs(space, n_candidates)
 
         def cross(module):
             return module.fm_gram(C1, D1, C2, D2, *args)
@@ -291,7 +289,7 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
         return name in backends and hasattr(backends[name], function)
 
     for n in sizes:
-        HV, HM, HW, hier_args = bench.hierarchical_inputs(n)
+        HV, HM, HW, hier_args = hierarchical_arguments(n)
 
         def hier_gram(module):
             return module.hier_gram(HV, HM, None, None, *hier_args)
@@ -313,12 +311,14 @@ def run_timings(sizes=DEFAULT_SIZES, set_shape=DEFAULT_SET_SHAPE, repeat=5, nump
 
 
 def _describe_gpu():
-    from . import cuda
+    from .._backends import cuda
     return "GPU: " + cuda.describe()
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m fastfm._backends.cuda_bench", description=__doc__.splitlines()[0])
+def add_parser(commands):
+    """``gpu``: the flags of the old ``python -m fastfm._backends.cuda_bench``, unchanged."""
+    parser = commands.add_parser("gpu", help="cuda backend: parity with the NumPy reference, then timings "
+                                             "against cpp and numpy", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), metavar="N")
     parser.add_argument("--set-shape", type=int, nargs=3, default=list(DEFAULT_SET_SHAPE),
                         metavar=("N_SETS", "SET_SIZE", "DIMS"))
@@ -331,18 +331,21 @@ def main(argv=None):
     parser.add_argument("--parity-only", action="store_true")
     parser.add_argument("--parity-size", type=int, default=PARITY_SIZE, help="points of the parity check")
     parser.add_argument("--json", metavar="PATH", help="also write the results here")
-    args = parser.parse_args(argv)
+    parser.set_defaults(run=run)
+    return parser
 
+
+def run(args, parser, command):
+    """Parity, then (when every check passed) the timings; exit status 2 without a GPU, 1 on a mismatch."""
     if "cuda" not in available_backends():
         print(f"the cuda backend is not available here: {backend_status()['cuda']}", file=sys.stderr)
         return 2
     cuda = get_backend("cuda")
-    machine = bench._describe_machine() + "\n" + _describe_gpu()
+    machine = describe_machine() + "\n" + _describe_gpu()
     print(machine)
     print(f"parity against the NumPy reference (rtol {PARITY_RTOL:g}):")
     failures = check_parity(cuda, args.parity_size)
-    result = {"command": "python -m fastfm._backends.cuda_bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "machine": machine, "parity_failures": failures, "timings": []}
+    result = {"command": command, "machine": machine, "parity_failures": failures, "timings": []}
     if not failures and not args.parity_only:
         result["timings"] = run_timings(args.sizes, tuple(args.set_shape), args.repeat, args.numpy_max_n,
                                         args.statistic, n_candidates=args.candidates,
@@ -354,7 +357,3 @@ def main(argv=None):
         print(f"PARITY FAILED: {len(failures)} mismatch(es) against the NumPy reference", file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
