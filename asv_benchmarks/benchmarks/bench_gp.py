@@ -1,6 +1,6 @@
 """GP regression benchmarks per backend and N: fit with fixed hyperparameters, predict, matrix-free matvec.
 
-Data: the seeded mixed regression set of ``python -m fastfm.bench regression``
+Data: the seeded mixed regression set of ``fastfm time regression``
 (``fastfm.benchmarks.regression.make_mixed_regression``: 5 continuous, 5
 nominal, 5 ordinal inputs), so every backend and commit sees the same points.
 Hyperparameters are fixed (ModLap at lengthscale 0.5, α = β = 1, noise 1e-2):
