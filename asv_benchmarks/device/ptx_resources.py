@@ -1,7 +1,7 @@
 """Registers, shared memory and spills of the device-likelihood kernels (``_cuda_linalg_kernels.py``)
 as ptxas reports them for sm_90, without a GPU (``fastfm._backends.cuda_ptx``).
 
-    CUDA_HOME=/usr/local/cuda-13.0 python asv_benchmarks/peers/ptx_resources.py
+    CUDA_HOME=/usr/local/cuda-13.0 python asv_benchmarks/device/ptx_resources.py
 """
 import os
 import sys
