@@ -303,6 +303,8 @@ def _run_sets(args, parser, command):
 
 
 def _run_hierarchical(args, parser, command):
+    if "cpp" not in available_backends():   # the command times cpp against the reference: say so, no traceback
+        parser.error(f"backend 'cpp' is not available here (available: {available_backends()})")
     print(describe_machine())
     with _threads(args):
         run_hierarchical_benchmarks(args.sizes, args.repeat, clock=args.clock, statistic=args.statistic)

@@ -30,13 +30,14 @@ def test_time_kernels_prints_the_machine_then_one_row_per_size_and_the_cross_gra
     assert f"cross Gram NAS-like 50 × 200: {backend}" in out
 
 
-def test_time_kernels_refuses_a_backend_that_is_not_here(monkeypatch, capsys):
+@pytest.mark.parametrize("argv", [["kernels", "--backend", "cpp"], ["sets", "--backend", "cpp"], ["hierarchical"]])
+def test_time_commands_refuse_a_backend_that_is_not_here_with_a_usage_error(argv, monkeypatch, capsys):
     from fastfm.cli import kernels
     monkeypatch.setattr(kernels, "available_backends", lambda: ["numpy"])
     with pytest.raises(SystemExit) as exit_info:
-        main(["time", "kernels", "--sizes", "20", "--backend", "cpp"])
+        main(["time", *argv, "--repeat", "1"])
     assert exit_info.value.code == 2
-    assert "backend 'cpp' is not available here" in capsys.readouterr().err
+    assert "backend 'cpp' is not available here (available: ['numpy'])" in capsys.readouterr().err
 
 
 def test_time_sets_and_hierarchical_print_their_tables(capsys):
@@ -130,8 +131,9 @@ def test_python_m_fastfm_runs_the_cli(tmp_path):
 
 
 def test_python_m_fastfm_bench_is_a_deprecated_alias_of_fastfm_time(tmp_path):
-    result = _run_module(["-m", "fastfm.bench", "hierarchical", "--sizes", "20", "--repeat", "1"], tmp_path)
+    argv = ["sets", "--shape", "4", "3", "2", "--subsample", "2", "--repeat", "1", "--backend", "numpy"]
+    result = _run_module(["-m", "fastfm.bench", *argv], tmp_path)
     assert result.returncode == 0, result.stderr
     assert "FutureWarning" in result.stderr
-    assert "use `fastfm time hierarchical --sizes 20 --repeat 1` instead" in result.stderr
-    assert len(_table_rows(result.stdout, "20")) == 1
+    assert f"use `fastfm time {' '.join(argv)}` instead" in result.stderr
+    assert len([line for line in result.stdout.splitlines() if line.startswith("(4, 3, 2)")]) == 2
