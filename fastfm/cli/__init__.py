@@ -23,7 +23,8 @@ __all__ = ["main"]
 
 
 def _parser():
-    parser = argparse.ArgumentParser(prog="fastfm", description=__doc__,
+    # the docstring without its first line, which is for the reader of the code
+    parser = argparse.ArgumentParser(prog="fastfm", description=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     runs.add_parser(commands)
