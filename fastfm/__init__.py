@@ -53,8 +53,8 @@ def show_config(file=None):
     for name, status in backend_status().items():
         lines.append(f"  {name:6s}: {status}")
     if "cpp" in available_backends():
-        from . import _cpp
-        info = _cpp.build_info()
+        from ._backends import cpp
+        info = cpp.build_info()
         lines.append(f"OpenMP: {'on' if info['openmp'] else 'off'}, threads: {info['max_threads']}"
                      f" (num_threads setting: {config['num_threads'] or 'all'})")
         lines.append(f"compiler: {info.get('compiler', '?')}, SIMD dispatch: {info.get('simd', '?')}")

@@ -429,17 +429,17 @@ class _BrokenBackend:
     set_grad_reduction = staticmethod(reference_set_grad_reduction)
 
 
-def test_cuda_bench_fails_loudly_on_a_parity_mismatch(monkeypatch, capsys):
-    """The GPU benchmark's parity check flags exactly the wrong function and exits non-zero."""
-    from fastfm._backends import cuda_bench
+def test_time_gpu_fails_loudly_on_a_parity_mismatch(monkeypatch, capsys):
+    """The GPU benchmark's parity check (``fastfm time gpu``) flags exactly the wrong function and exits non-zero."""
+    from fastfm.cli import gpu, main
 
-    failures = cuda_bench.check_parity(_BrokenBackend(), n_points=6)
+    failures = gpu.check_parity(_BrokenBackend(), n_points=6)
     assert failures and all("fm_grad_reduction" in failure for failure in failures), failures
     assert len(failures) == 6                      # 2 spaces × 3 modulations
-    monkeypatch.setattr(cuda_bench, "available_backends", lambda: ["cuda", "numpy"])
-    monkeypatch.setattr(cuda_bench, "get_backend", lambda name: _BrokenBackend())
-    monkeypatch.setattr(cuda_bench, "_describe_gpu", lambda: "GPU: test double")
-    assert cuda_bench.main(["--parity-size", "6"]) == 1
+    monkeypatch.setattr(gpu, "available_backends", lambda: ["cuda", "numpy"])
+    monkeypatch.setattr(gpu, "get_backend", lambda name: _BrokenBackend())
+    monkeypatch.setattr(gpu, "_describe_gpu", lambda: "GPU: test double")
+    assert main(["time", "gpu", "--parity-size", "6"]) == 1
     assert "PARITY FAILED" in capsys.readouterr().err
 
 

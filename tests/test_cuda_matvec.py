@@ -14,7 +14,8 @@ from test_backend_parity import MODULATIONS, _hyper, _inputs, assert_close
 from test_cuda_backend import cuda_backend  # noqa: F401  (the fixture: GPU, else the simulator)
 
 import fastfm as ff
-from fastfm import _backends, gp_large
+from fastfm import _backends
+from fastfm.kernels.matvec import kernel_matvec
 from fastfm._backends import numpy_backend
 from fastfm.exceptions import InvalidValueError
 
@@ -87,7 +88,7 @@ def test_matvec_uploads_only_the_vectors_on_repeated_calls(cuda_backend):  # noq
 
 
 def test_kernel_matvec_uses_the_cuda_product(cuda_backend):  # noqa: F811
-    """gp_large.kernel_matvec on a backend="cuda" FM kernel: against the dense product, 1-d and 2-d V."""
+    """kernel_matvec on a backend="cuda" FM kernel: against the dense product, 1-d and 2-d V."""
     space = SPACES["func3c_like"]
     X = space.sample_encoded(11, seed=14)
     Y = space.sample_encoded(6, seed=15)
@@ -96,10 +97,10 @@ def test_kernel_matvec_uses_the_cuda_product(cuda_backend):  # noqa: F811
     reference = ff.kernels.ModDif(space, lengthscale=[0.3, 0.7], alpha=[0.5, 1.0, 2.0], beta=0.8, variance=1.3,
                                   backend="numpy")
     v = np.random.default_rng(16).standard_normal(6)
-    assert_close(gp_large.kernel_matvec(kernel, X, v, Y), reference(X, Y) @ v,
+    assert_close(kernel_matvec(kernel, X, v, Y), reference(X, Y) @ v,
                  scale=np.abs(reference(X, Y)) @ np.abs(v))
     V = np.random.default_rng(17).standard_normal((11, 2))
-    assert_close(gp_large.kernel_matvec(kernel, X, V), reference(X) @ V, scale=np.abs(reference(X)) @ np.abs(V))
+    assert_close(kernel_matvec(kernel, X, V), reference(X) @ V, scale=np.abs(reference(X)) @ np.abs(V))
 
 
 def test_matvec_bad_inputs_raise_errors_naming_the_argument(cuda_backend):  # noqa: F811

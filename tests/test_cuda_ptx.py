@@ -74,8 +74,9 @@ def test_every_kernel_compiles_to_ptx_for_the_types_it_is_launched_with(cuda_bac
                     "cannot be checked on this machine")
     from numba import cuda
 
-    from fastfm._backends import cuda_bench, cuda_linalg
+    from fastfm._backends import cuda_linalg
     from fastfm._backends import cuda as cuda_module
+    from fastfm.cli import gpu
     from fastfm.exceptions import NotPositiveDefiniteError
 
     signatures = {}
@@ -88,7 +89,7 @@ def test_every_kernel_compiles_to_ptx_for_the_types_it_is_launched_with(cuda_bac
         return launch(kernel, grid, block, *args)
 
     monkeypatch.setattr(cuda_module, "_launch", recording_launch)
-    assert cuda_bench.check_parity(cuda_backend, n_points=9) == []
+    assert gpu.check_parity(cuda_backend, n_points=9) == []
     singular = np.ones((3, 3))
     singular[0, 2] = singular[2, 0] = np.nan
     with pytest.raises(NotPositiveDefiniteError):

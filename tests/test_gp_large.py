@@ -678,43 +678,6 @@ def test_regression_set_is_seeded_and_valid():
         make_mixed_regression(0, 5)
 
 
-def test_regression_benchmark_runs_and_reports_every_model():
-    pytest.importorskip("sklearn")
-    from fastfm.benchmarks.regression import run_regression_benchmark
-    lines = []
-    run_regression_benchmark(sizes=(50, 70), n_test=30, subset=40, n_restarts=0, peers=("sklearn",),
-                             sklearn_max_n=50, cg_sizes=(70,), emit=lines.append, cg_options={"tol": 1e-6})
-    rows = [line for line in lines if line.startswith("| ") and "|---" not in line][1:]
-    methods = [row.split("|")[3].strip() for row in rows]
-    assert [row.split("|")[1].strip() for row in rows] == ["fastfm ModLap"] * 3 + ["sklearn RBF one-hot"] * 2
-    assert methods[:2] == ["cholesky", "cholesky"] and methods[2].startswith("cg")
-    assert "skipped" in methods[4]
-    rmse = [float(row.split("|")[7]) for row in rows[:4]]
-    assert all(0 < r < 5 for r in rmse)
-
-
-def test_regression_benchmark_fit_each_fits_hyperparameters_at_every_size(monkeypatch):
-    from fastfm.benchmarks.regression import run_regression_benchmark
-    monkeypatch.setattr(fitting, "_AUTO_SUBSET", 30)
-    monkeypatch.setattr(fitting, "_AUTO_SUBSET_MIN_N", 60)
-    lines = []
-    run_regression_benchmark(sizes=(50, 70), n_test=30, n_restarts=0, peers=(), emit=lines.append, fit_each=True)
-    rows = [line.split("|") for line in lines if line.startswith("| fastfm")]
-    assert [row[3].strip() for row in rows] == ["cholesky θ: ML on 50 points",
-                                                 "cholesky θ: ML on 30 points, refined on all"]
-    assert all(0 < float(row[7]) < 5 for row in rows)
-
-
-def test_subset_study_reports_subset_refined_and_all_point_rows():
-    from fastfm.benchmarks.regression import run_subset_study
-    lines = []
-    run_subset_study(60, subsets=(30,), n_test=20, emit=lines.append)
-    rows = [line.split("|") for line in lines if line.startswith("| ") and "|---" not in line][1:]
-    assert [row[1].strip() for row in rows] == ["30 points", "30 random points, refined on all 60 "
-                                                "(hyperparameter_subset=30)", "60 points (all)"]
-    assert all(0 < float(row[4]) < 5 and np.isfinite(float(row[5])) for row in rows)
-
-
 def test_pivot_blocks_partition_the_points_and_group_them_with_a_pivot():
     _, kernel, X, _, _, _ = _problem(300)
     L, pivots, _ = preconditioner.pivoted_cholesky(kernel, X, max_rank=12)

@@ -6,7 +6,7 @@ optimisation, the quantity of issue 3's speed target).
 Backends are selected with ``fastfm.config_context(backend=...)``; a backend
 that is not available raises ``NotImplementedError`` in ``setup`` (asv: skipped),
 and so do the NumPy reference's largest sizes.  Data are seeded and shared with
-``python -m fastfm.bench`` (``benchmark_spaces``).
+``fastfm time kernels`` (``fastfm.benchmarks.workloads.benchmark_spaces``).
 """
 import warnings
 
@@ -15,8 +15,9 @@ import numpy as np
 import fastfm
 from fastfm._backends import available_backends
 from fastfm.acquisition import log_expected_improvement_and_grad
-from fastfm.bench import benchmark_spaces
 from fastfm.optim import MixedAcquisitionOptimizer
+
+from ._inputs import benchmark_spaces
 
 BACKENDS = ["cpp", "numpy", "cuda"]
 _spaces = benchmark_spaces()

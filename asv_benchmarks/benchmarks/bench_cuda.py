@@ -1,8 +1,8 @@
 """GPU-sized benchmarks: the FM Gram and gradient reduction at N up to 20,000 and the set sums,
 cuda against cpp (``bench_kernels.py`` covers every backend at N ≤ 2000).
 
-Inputs are those of ``python -m fastfm._backends.cuda_bench`` (seeded, shared
-with ``fastfm.bench``).  A backend that is not available here raises
+Inputs are those of ``fastfm time gpu`` (seeded, from
+``fastfm.benchmarks.workloads``).  A backend that is not available here raises
 ``NotImplementedError`` in ``setup`` (asv: skipped), as does a backend without
 set kernels.  Every cuda call returns host arrays, so the device is
 synchronised before the clock stops.
@@ -10,7 +10,8 @@ synchronised before the clock stops.
 import numpy as np
 
 from fastfm._backends import available_backends, get_backend
-from fastfm.bench import benchmark_spaces, kernel_inputs
+
+from ._inputs import benchmark_spaces, kernel_inputs, likelihood_call
 
 BACKENDS = ["cuda", "cpp"]
 _spaces = benchmark_spaces()
@@ -79,7 +80,6 @@ class GPLikelihood:
     timeout = 900
 
     def setup(self, mode, space, n):
-        from fastfm._backends.cuda_bench import likelihood_call
         backend = "cuda" if mode.startswith("cuda") else mode
         _backend(backend, "fm_gram")
         self.call = likelihood_call(_spaces[space], n, backend, on_device=mode != "cuda-host-lapack")

@@ -6,7 +6,8 @@ the same data.  A backend that is not available, or the NumPy reference on the
 largest sizes, raises ``NotImplementedError`` in ``setup`` (asv: skipped).
 """
 from fastfm._backends import available_backends, get_backend
-from fastfm.bench import hierarchical_inputs
+
+from ._inputs import hierarchical_inputs
 
 BACKENDS = ["cpp", "numpy", "cuda"]
 # Largest problem the NumPy reference is timed on (pairs): it holds N² × n_dims temporaries.

@@ -2,8 +2,8 @@
 reduction (one GP marginal-likelihood gradient), and the cross Gram of the
 acquisition hot path (many candidates × the observations).
 
-The spaces and inputs are those of ``python -m fastfm.bench kernels``
-(``fastfm.bench.benchmark_spaces`` / ``kernel_inputs``): seeded, so every
+The spaces and inputs are those of ``fastfm time kernels``
+(``fastfm.benchmarks.workloads.benchmark_spaces`` / ``kernel_inputs``): seeded, so every
 backend and every commit sees the same data.  A backend that is not available
 here raises ``NotImplementedError`` in ``setup``, which asv reports as skipped;
 so do the NumPy reference's largest sizes, which take seconds per call.
@@ -12,7 +12,8 @@ import statistics
 import time
 
 from fastfm._backends import available_backends, get_backend
-from fastfm.bench import LENGTHSCALE, benchmark_spaces, kernel_inputs
+
+from ._inputs import LENGTHSCALE, benchmark_spaces, kernel_inputs
 
 BACKENDS = ["cpp", "numpy", "cuda"]
 SPACES = ["Func3C", "Ackley5C", "NAS-like"]

@@ -2,13 +2,14 @@
 with a Matérn 5/2 inner kernel, exact and with the approximation K̂ on L = 10 points, and
 Gram + gradient reduction.
 
-Inputs are those of ``python -m fastfm.bench sets`` (``fastfm.bench.set_inputs``): seeded, so
+Inputs are those of ``fastfm time sets`` (``fastfm.benchmarks.workloads.set_inputs``): seeded, so
 every backend and every commit sees the same data.  A backend that is not available here raises
 ``NotImplementedError`` in ``setup``, which asv reports as skipped.
 """
 from fastfm._backends import available_backends
-from fastfm.bench import DEFAULT_SET_SHAPE, DEFAULT_SET_SUBSAMPLE, SET_LENGTHSCALE, set_inputs
 from fastfm.kernels import SetKernel
+
+from ._inputs import DEFAULT_SET_SHAPE, DEFAULT_SET_SUBSAMPLE, SET_LENGTHSCALE, set_inputs
 
 BACKENDS = ["cpp", "numpy", "cuda"]
 VARIANTS = ["exact", f"L={DEFAULT_SET_SUBSAMPLE}"]

@@ -38,7 +38,7 @@ with the value tables W_j ~ U(0, 1) drawn once from numpy default_rng(20240601)
 
 Usage::
 
-    PYTHONPATH=/work/main python asv_benchmarks/peers/suggestion_time.py --n-obs 200 --repeats 3 --json out.json
+    PYTHONPATH=. python asv_benchmarks/peers/suggestion_time.py --n-obs 200 --repeats 3 --json out.json
 """
 import argparse
 import io
@@ -54,39 +54,22 @@ from collections import Counter
 import numpy as np
 
 OBJECTIVE_TABLE_SEED = 20240601
-NAS_SPACE_SEED = 0
 
 
 # --------------------------------------------------------------------------- space
 def nas_like_space():
-    """The NAS-like space; from ``fastfm.bench`` when that module provides it.
+    """The NAS-like space of the kernel benchmark (``fastfm.benchmarks.workloads.benchmark_spaces``; on
+    checkouts older than that suite, ``fastfm.bench``'s, the same space).
 
     Returns (space, source) where source says where the definition came from.
     """
-    import fastfm
-
     try:
-        from fastfm import bench  # the kernel benchmark's spaces, when available
-    except ImportError:
-        bench = None
-    if bench is not None:
-        for attr in ("benchmark_spaces", "kernel_benchmark_spaces", "spaces"):
-            fn = getattr(bench, attr, None)
-            if callable(fn):
-                spaces = fn()
-                items = spaces.items() if isinstance(spaces, dict) else [(getattr(s, "name", str(i)), s)
-                                                                        for i, s in enumerate(spaces)]
-                for name, space in items:
-                    if "nas" in str(name).lower():
-                        space = getattr(space, "space", space)
-                        return space, f"fastfm.bench.{attr}()[{name!r}]"
-    # Fallback, defined here: 6 continuous, 10 nominal, 10 ordinal; n_states of
-    # the 20 discrete variables drawn from 3..8 with default_rng(0).
-    n_states = np.random.default_rng(NAS_SPACE_SEED).integers(3, 9, size=20)
-    params = [fastfm.Real(f"x{i}", 0.0, 1.0) for i in range(6)]
-    params += [fastfm.Categorical(f"c{j}", [f"v{k}" for k in range(n)]) for j, n in enumerate(n_states[:10])]
-    params += [fastfm.Ordinal(f"o{j}", list(range(n))) for j, n in enumerate(n_states[10:])]
-    return fastfm.Space(params), "defined in suggestion_time.py (default_rng(0), n_states in 3..8)"
+        from fastfm.benchmarks.workloads import benchmark_spaces
+        source = "fastfm.benchmarks.workloads"
+    except ImportError:   # a checkout older than the suite
+        from fastfm.bench import benchmark_spaces
+        source = "fastfm.bench"
+    return benchmark_spaces()["NAS-like"], f"{source}.benchmark_spaces()['NAS-like']"
 
 
 def space_layout(space):

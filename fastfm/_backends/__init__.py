@@ -42,7 +42,7 @@ _warned = set()
 # "auto" sends an FM call to the GPU from this many pair × eigenvalue-group terms
 # (``_terms_per_pair``: 7 per pair on Func3C, 76 on NAS-like).  Below it the fixed
 # costs (launch, transfers, the result's download) exceed the C++ time.  Measured with
-# ``python -m fastfm._backends.cuda_bench`` on an H100 against C++ on 16 cores
+# ``fastfm time gpu`` (then ``python -m fastfm._backends.cuda_bench``) on an H100 against C++ on 16 cores
 # (BENCHMARKS.md, "GPU backend"): NAS-like 2000×2000 (0.3e9 terms) cuda 4.9 ms vs
 # cpp 9.9 ms; Func3C 2000×2000 (0.03e9) 4.5 vs 1.6 ms, 10000×10000 (0.7e9) 52 vs 82 ms.
 # 2e8 puts the switch near N = 5300 on Func3C and N = 1600 on NAS-like.  The matrix-free K·V

@@ -1,6 +1,6 @@
 """Numba CUDA kernel of the matrix-free FM product K(X1, X2) V (imported lazily: it imports numba).
 
-The large-N GP solver (``fastfm/gp_large.py``, PCG) needs K V for a new block
+The large-N GP solver (``fastfm/gp/solvers/cg.py``, PCG) needs K V for a new block
 of r vectors V (M, r) at every iteration, with N too large to store K.  Each
 kernel entry is evaluated on the fly by the Gram's own device function
 (``_cuda_kernels.fm_pair``, paper Eq. 5: K_ab = σ² Π_p F_p(v_ap, v_bp, α_p r_ab),

@@ -17,11 +17,12 @@ import weakref
 import numpy as np
 
 from .._config import get_config
+from ..exceptions import BackendUnavailableError
 
 # With OMP_WAIT_POLICY unset, libgomp's threads spin after every parallel
 # region.  When the cores are shared, that spinning takes the cycles the other
 # worker needs: on a loaded 2-core machine the 2000×2000 Func3C Gram took 20 ms
-# with spinning and 8 ms with sleeping workers (fastfm.bench kernels; CPU time
+# with spinning and 8 ms with sleeping workers (fastfm time kernels; CPU time
 # with 2 threads fell from 2× to 1× the 1-thread time).  Calls that go parallel
 # take ≥ ~1 ms (smaller ones run on one thread, see PARALLEL_MIN_TERMS), so a
 # sleeping worker's wake-up (microseconds) costs nothing measurable.  Only a
@@ -30,15 +31,27 @@ from .._config import get_config
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:
-    from .. import _cpp
+    # by its full name: the extension is the submodule fastfm._cpp, not a name of the fastfm face
+    # (``from .. import _cpp`` reads like an import from fastfm/__init__)
+    import fastfm._cpp as _cpp
 except ImportError as exc:  # extension not built on this machine
     _cpp = None
     available = False
     unavailable_reason = f"the compiled extension fastfm._cpp is missing ({exc})"
 else:
     available = True
+    unavailable_reason = None
 
 name = "cpp"
+
+
+def build_info():
+    """How the extension was built: a dict with ``openmp`` (bool), ``max_threads`` (int), ``compiler`` and
+    ``simd`` (str).  The one reader of ``fastfm._cpp.build_info`` (``fastfm.show_config`` and the
+    ``fastfm time`` machine line call this).  Raises BackendUnavailableError without the extension."""
+    if _cpp is None:
+        raise BackendUnavailableError(unavailable_reason or "the compiled extension fastfm._cpp is not loaded")
+    return dict(_cpp.build_info())
 
 # PackedSpectra -> SpectralTables.  Spaces cache their PackedSpectra, so the
 # O(Σ n_p³) table preparation runs once per space, not once per call.

@@ -875,7 +875,7 @@ def hier_grad_reduction(V, M, W, is_real, omega, rho_pi, lengthscale, variance, 
 
 
 # ------------------------------------------------------- matrix-free K V
-# The large-N GP solver's product (fastfm/gp_large.py): device code in
+# The large-N GP solver's product (fastfm/gp/solvers/cg.py): device code in
 # _cuda_matvec_kernels.py, imported after _kernels() has checked availability.
 __all__ += ["fm_gram_matvec"]
 

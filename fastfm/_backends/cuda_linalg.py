@@ -78,7 +78,7 @@ class DeviceCholesky:
         Added to the diagonal (GPML Alg. 2.1, line 2).
     jitter_schedule : sequence of float
         Multiples of mean(diag K + noise) tried in turn when the factorisation fails, as on the host
-        (``fastfm.gp._cholesky_in_place``).
+        (``fastfm.gp._linalg._cholesky_in_place``).
     context : callable or None
         Returns text naming the hyperparameters, for error messages only.
 

@@ -11,12 +11,15 @@ continuous and the discrete parts, as the FM kernel assumes:
 and y = f(x) + ε with ε ~ N(0, noise_std²).  All draws (inputs, the phases
 φ, weights w and slopes a, the noise) come from one ``numpy`` Generator
 seeded by ``seed``, so a (n_train, n_test, seed) triple is reproducible.
+
+The runners that time fastfm and its peers on it are ``fastfm time regression`` (``fastfm.cli.regression``).
 """
 import numpy as np
 
 from ..space import Categorical, Ordinal, Real, Space
 
-__all__ = ["regression_space", "make_mixed_regression", "N_CONTINUOUS", "N_NOMINAL", "N_ORDINAL"]
+__all__ = ["regression_space", "make_mixed_regression", "gaussian_nll", "score_predictions", "N_CONTINUOUS",
+           "N_NOMINAL", "N_ORDINAL"]
 
 N_CONTINUOUS, N_NOMINAL, N_ORDINAL = 5, 5, 5
 _N_CATEGORIES, _N_LEVELS = 4, 5
@@ -79,7 +82,7 @@ def make_mixed_regression(n_train, n_test, seed=0, noise_std=0.1):
     return space, X[:n_train], y[:n_train], X[n_train:], y[n_train:]
 
 
-# ------------------------------------------------------------------ benchmark
+# ------------------------------------------------------------------ scoring
 def gaussian_nll(y, mean, var):
     """Mean negative log predictive density of y under N(mean, var), per test point."""
     var = np.maximum(np.asarray(var, dtype=np.float64), 1e-300)
@@ -94,13 +97,6 @@ def score_predictions(gp, X_test, y_test):
     return float(np.sqrt(np.mean((mean - y_test) ** 2))), gaussian_nll(y_test, mean, var)
 
 
-def _timed(function):
-    import time
-    start = time.perf_counter()
-    value = function()
-    return value, time.perf_counter() - start
-
-
 def _one_hot(X):
     """sklearn/BoTorch inputs: continuous as is, nominal one-hot, ordinal levels scaled to [0, 1]."""
     c = X[:, :N_CONTINUOUS]
@@ -109,221 +105,3 @@ def _one_hot(X):
     hot = np.zeros((len(X), N_NOMINAL * _N_CATEGORIES))
     hot[np.arange(len(X))[:, None], np.arange(N_NOMINAL)[None, :] * _N_CATEGORIES + nominal] = 1.0
     return np.hstack([c, ordinal, hot])
-
-
-def _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, cg_sizes, cg_options, emit,
-                 fixed_noise=None, fit_each=False):
-    from .. import GaussianProcessRegressor
-    from ..kernels import ModLap
-
-    if fit_each:
-        emit(f"fastfm hyperparameters: fitted at every N by the regressor's default strategy, {n_restarts + 1} "
-             "L-BFGS-B starts (fit time includes them)")
-    elif fixed_noise is None:
-        # hyperparameters: exact type-II ML on the first `subset` points, shared by every size (fixed-θ protocol)
-        tuned, hyper_time = _timed(lambda: GaussianProcessRegressor(
-            ModLap(space), n_restarts=n_restarts, random_state=seed,
-            hyperparameter_subset=None).fit(X[:subset], y[:subset]))
-        kernel, noise = tuned.kernel_, tuned.noise_
-        emit(f"fastfm hyperparameters: exact ML on {subset} points, {n_restarts + 1} L-BFGS-B starts: "
-             f"{hyper_time:.1f} s (noise {noise:.3g} standardised)")
-    else:
-        kernel, noise = ModLap(space), float(fixed_noise)
-        emit(f"fastfm hyperparameters: ModLap defaults, noise {noise:.3g} standardised (not fitted)")
-    for n in sizes:
-        methods = ["auto"] + (["cg"] if n in cg_sizes and n <= 20_000 else [])
-        for method in methods:
-            if fit_each:
-                gp = GaussianProcessRegressor(ModLap(space), n_restarts=n_restarts, random_state=seed, method=method,
-                                              cg_options=cg_options)
-            else:
-                gp = GaussianProcessRegressor(kernel, optimizer=None, noise=noise, method=method,
-                                              cg_options=cg_options)
-            _, fit_time = _timed(lambda: gp.fit(X[:n], y[:n]))
-            _, mean_time = _timed(lambda: gp.predict(X_test))
-            (mean, std), std_time = _timed(lambda: gp.predict(X_test, return_std=True))
-            var = std ** 2 + gp.noise_ * gp.y_std_ ** 2
-            extra = [f"{gp.cg_info_.n_iter} it ({gp.cg_info_.n_single_precision_iter} mixed), rank "
-                     f"{gp._preconditioner.rank}"] if gp.solver_ == "cg" else []
-            if fit_each:
-                refined = gp.solver_ == "cholesky" and gp.hyperparameter_subset_ < n
-                extra.append(f"θ: ML on {gp.hyperparameter_subset_} points{', refined on all' if refined else ''}")
-            emit(_row("fastfm ModLap", n, " ".join([gp.solver_, ", ".join(extra)]).strip(), fit_time, mean_time,
-                      std_time, np.sqrt(np.mean((mean - y_test) ** 2)), gaussian_nll(y_test, mean, var)))
-            del gp
-
-
-def _sklearn_rows(X, y, X_test, y_test, sizes, subset, seed, max_n, emit):
-    try:
-        from sklearn.gaussian_process import GaussianProcessRegressor as SkGPR
-        from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
-    except ImportError:
-        emit("scikit-learn: not installed (pip install fastfm[bench])")
-        return
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    Z, Z_test = _one_hot(X), _one_hot(X_test)
-    kernel = ConstantKernel(1.0) * RBF(np.ones(Z.shape[1]), (1e-2, 1e3)) + WhiteKernel(1e-2, (1e-6, 1.0))
-    with warnings.catch_warnings():  # lengthscales of irrelevant one-hot columns run to their bound: expected
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        tuned, hyper_time = _timed(lambda: SkGPR(kernel, normalize_y=True, random_state=seed).fit(Z[:subset],
-                                                                                                  y[:subset]))
-    emit(f"sklearn hyperparameters: ML on {subset} one-hot points (RBF-ARD + white noise, 1 start): {hyper_time:.1f} s")
-    for n in sizes:
-        if n > max_n:
-            emit(_row("sklearn RBF one-hot", n, "skipped (N > --sklearn-max-n)", None, None, None, None, None))
-            continue
-        gp = SkGPR(tuned.kernel_, optimizer=None, normalize_y=True)
-        _, fit_time = _timed(lambda: gp.fit(Z[:n], y[:n]))
-        _, mean_time = _timed(lambda: gp.predict(Z_test))
-        (mean, std), std_time = _timed(lambda: gp.predict(Z_test, return_std=True))  # std includes the white noise
-        emit(_row("sklearn RBF one-hot", n, "cholesky", fit_time, mean_time, std_time,
-                  np.sqrt(np.mean((mean - y_test) ** 2)), gaussian_nll(y_test, mean, std ** 2)))
-        del gp
-
-
-def _botorch_rows(X, y, X_test, y_test, sizes, max_n, emit):
-    try:
-        import torch
-        from botorch.fit import fit_gpytorch_mll
-        from botorch.models import MixedSingleTaskGP
-        from gpytorch.mlls import ExactMarginalLogLikelihood
-    except ImportError:
-        emit("BoTorch: not installed (optional peer: torch==2.13.0 CPU, then botorch/gpytorch)")
-        return
-    # nominal variables as categorical dims (BoTorch's CategoricalKernel); ordinal levels as numbers in [0, 1]
-    def encode(A):
-        out = A.copy()
-        out[:, N_CONTINUOUS + N_NOMINAL:] /= (_N_LEVELS - 1)
-        return torch.tensor(out, dtype=torch.float64)
-    cat_dims = list(range(N_CONTINUOUS, N_CONTINUOUS + N_NOMINAL))
-    T_test = encode(X_test)
-    for n in sizes:
-        if n > max_n:
-            emit(_row("BoTorch MixedSingleTaskGP", n, "skipped (N > --botorch-max-n)", None, None, None, None, None))
-            continue
-        T, Y = encode(X[:n]), torch.tensor(y[:n, None], dtype=torch.float64)
-
-        def fit():
-            from botorch.models.transforms import Standardize
-            model = MixedSingleTaskGP(T, Y, cat_dims=cat_dims, outcome_transform=Standardize(m=1))
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-            return model
-        model, fit_time = _timed(fit)
-
-        def predict(with_noise):
-            with torch.no_grad():
-                posterior = model.posterior(T_test, observation_noise=with_noise)
-                return posterior.mean.numpy()[:, 0], posterior.variance.numpy()[:, 0]
-        (mean, var), std_time = _timed(lambda: predict(True))
-        # Cholesky up to linear_operator's max_cholesky_size (BoTorch raises it to 4096 on import), above it
-        # GPyTorch's CG solves and stochastic Lanczos log-determinant
-        from linear_operator import settings
-        solver = "cholesky" if n <= settings.max_cholesky_size.value() else "CG + Lanczos (GPyTorch)"
-        emit(_row("BoTorch MixedSingleTaskGP", n, f"{solver}, ML fit on all N", fit_time, None, std_time,
-                  np.sqrt(np.mean((mean - y_test) ** 2)), gaussian_nll(y_test, mean, var)))
-
-
-def _row(model, n, method, fit_time, mean_time, std_time, rmse, nll):
-    def f(x, fmt):
-        return "—" if x is None else format(x, fmt)
-    return (f"| {model} | {n} | {method} | {f(fit_time, '.2f')} | {f(mean_time, '.2f')} | {f(std_time, '.2f')} | "
-            f"{f(rmse, '.4f')} | {f(nll, '.3f')} |")
-
-
-def run_regression_benchmark(sizes=(2000, 10_000, 50_000), n_test=10_000, subset=2000, n_restarts=2, seed=0,
-                             peers=("sklearn", "botorch"), sklearn_max_n=10_000, botorch_max_n=2000, cg_sizes=(),
-                             emit=print, cg_options=None, fixed_noise=None, fit_each=False):
-    """Fit/predict time, test RMSE and NLL on the mixed regression set for fastfm and its peers.
-
-    Every size uses the first N points of one seeded training set and the same
-    ``n_test`` test points.  fastfm and sklearn fit hyperparameters once on the
-    first ``subset`` points (timed separately) and then fit every N with them
-    fixed (``method="auto"``: exact up to 20,000 points, PCG beyond; plus a
-    forced-PCG row for the sizes in ``cg_sizes``).  With ``fit_each`` fastfm
-    instead fits its hyperparameters at every N by the regressor's default
-    strategy (``hyperparameter_subset="auto"``), timed as part of the fit.
-    BoTorch fits its hyperparameters on all N (its usual use).  Times are wall-clock seconds:
-    fit, predict mean only, predict mean and std.  NLL is the mean negative log
-    predictive density of the noisy test targets.
-    """
-    sizes = sorted(int(n) for n in sizes)
-    space, X, y, X_test, y_test = make_mixed_regression(max(sizes), n_test, seed=seed)
-    subset = min(subset, max(sizes))
-    emit(f"mixed regression set: 5 continuous, 5 nominal (4), 5 ordinal (5) inputs; noise std 0.1; "
-         f"y std {np.std(y):.3f}; {n_test} test points; seed {seed}")
-    emit("| model | N | method | fit (s) | predict mean (s) | predict mean+std (s) | test RMSE | test NLL |")
-    emit("|---|---|---|---|---|---|---|---|")
-    if cg_options:
-        emit(f"PCG options: {cg_options}")
-    _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, set(cg_sizes), cg_options, emit,
-                 fixed_noise, fit_each)
-    if "sklearn" in peers:
-        _sklearn_rows(X, y, X_test, y_test, sizes, subset, seed, sklearn_max_n, emit)
-    if "botorch" in peers:
-        _botorch_rows(X, y, X_test, y_test, sizes, botorch_max_n, emit)
-
-
-def run_subset_study(n=4000, subsets=(500, 1000, 2000), n_test=10_000, n_restarts=0, seed=0, emit=print):
-    """Accuracy cost of fitting hyperparameters on a subset, at a size where the exact fit on all N points is
-    still possible: test RMSE/NLL of the exact N-point model with hyperparameters from the first m points
-    (``method="cg"``'s strategy), from m random points refined on all N (the exact solver's
-    ``hyperparameter_subset=m``), and from all N."""
-    from .. import GaussianProcessRegressor
-    from ..kernels import ModLap
-
-    space, X, y, X_test, y_test = make_mixed_regression(n, n_test, seed=seed)
-    emit(f"hyperparameter subset study: N = {n}, {n_restarts + 1} L-BFGS-B start(s), {n_test} test points, seed {seed}")
-    emit("| hyperparameters fitted on | hyperparameter fit (s) | noise (standardised) | test RMSE | test NLL |")
-    emit("|---|---|---|---|---|")
-
-    def emit_row(label, seconds, gp):
-        rmse, nll = score_predictions(gp, X_test, y_test)
-        emit(f"| {label} | {seconds:.1f} | {gp.noise_:.3g} | {rmse:.4f} | {nll:.3f} |")
-
-    common = dict(n_restarts=n_restarts, random_state=seed, method="cholesky")
-    for m in sorted({*(m for m in subsets if m < n), n}):   # subsets below n, then all n points once
-        tuned, hyper_time = _timed(lambda: GaussianProcessRegressor(
-            ModLap(space), hyperparameter_subset=None, **common).fit(X[:m], y[:m]))
-        emit_row(f"{m} points{' (all)' if m == n else ''}", hyper_time,
-                 GaussianProcessRegressor(tuned.kernel_, optimizer=None, noise=tuned.noise_).fit(X, y))
-        if m < n:   # the time includes the final N-point factorisation
-            refined, refine_time = _timed(lambda: GaussianProcessRegressor(
-                ModLap(space), hyperparameter_subset=m, **common).fit(X, y))
-            emit_row(f"{m} random points, refined on all {n} (hyperparameter_subset={m})", refine_time, refined)
-
-
-def run_exact_components(n=10_000, n_test=10_000, seed=0, noise=1e-2, emit=print):
-    """Wall and CPU seconds of each piece of the exact solver at N = n (ModLap at its default θ):
-    Gram, LAPACK Cholesky, predictive mean by the matrix-free product, cross Gram, and the triangular
-    solve with n_test right-hand sides that the predictive std needs."""
-    import time
-
-    from scipy.linalg import cholesky, solve_triangular
-
-    from ..gp_large import kernel_matvec
-    from ..kernels import ModLap
-
-    space, X, y, X_test, _ = make_mixed_regression(n, n_test, seed=seed)
-    kernel = ModLap(space)
-    emit(f"exact-solver pieces: N = {n}, {n_test} test points")
-
-    def timed(label, function):
-        wall, cpu = time.perf_counter(), time.process_time()
-        value = function()
-        emit(f"| {label} | {time.perf_counter() - wall:.2f} | {time.process_time() - cpu:.2f} |")
-        return value
-
-    emit("| piece | wall (s) | CPU (s) |")
-    emit("|---|---|---|")
-    K = timed("Gram K(X, X) (C++)", lambda: kernel(X))
-    K.flat[::n + 1] += noise
-    L = timed("Cholesky (LAPACK)", lambda: cholesky(K, lower=True, check_finite=False, overwrite_a=True))
-    del K
-    alpha = solve_triangular(L, solve_triangular(L, y, lower=True), lower=True, trans="T")
-    timed("predictive mean K(X*, X) α (matrix-free)", lambda: kernel_matvec(kernel, X_test, alpha, X))
-    K_cross = timed("cross Gram K(X*, X)", lambda: kernel(X_test, X))
-    timed("triangular solve, n_test right-hand sides (std)",
-          lambda: solve_triangular(L, K_cross.T, lower=True, check_finite=False))

@@ -26,8 +26,8 @@ order of its points) and has several modes.
   held-out points of the same mixture (mean squared distance to the nearest
   centre).  Optimum unknown; needs scikit-learn (``pip install fastfm[bench]``).
 
-Baselines of the set benchmark (``python -m fastfm bench setcoverage --kernel ...``,
-see :func:`run_set_method`): ``set`` (BO with the exact set kernel K_set of SPEC §4), ``set-L<L>``
+Baselines of the set benchmark (``fastfm bench setcoverage --kernel ...``,
+see ``fastfm.cli.runs.run_set_method``): ``set`` (BO with the exact set kernel K_set of SPEC §4), ``set-L<L>``
 (BO with the approximation K̂ on L < m points), ``vector`` (BO with a Matérn 5/2
 kernel on the m·d coordinates as an ordered vector: a space of m·d Reals, no
 canonical order), ``set-norm`` (BO with the normalised set kernel, ``SetKernel(normalize=True)``:
@@ -35,17 +35,12 @@ the default kernel of a space with a ``Set``),
 ``random`` (random search) and, for k-means, ``kmeans++`` (the
 best of ``budget`` k-means++ initialisations, scored like any other init).
 """
-import re
-
 import numpy as np
 
-from ..space import Real, Set, Space
+from ..space import Set, Space
 from .base import Problem
 
-__all__ = ["SetCoverage", "SetChamfer", "KMeansInit", "run_set_method", "SET_METHODS"]
-
-#: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
-SET_METHODS = ("set", "set-L<L>", "set-norm", "vector", "random", "kmeans++")
+__all__ = ["SetCoverage", "SetChamfer", "KMeansInit"]
 
 
 class _SetProblem(Problem):
@@ -143,72 +138,3 @@ class KMeansInit(_SetProblem):
         from sklearn.cluster import kmeans_plusplus
         centres, _ = kmeans_plusplus(self.train, self.n_clusters, random_state=int(rng.integers(1 << 31)))
         return np.clip(centres, self.set_param.low, self.set_param.high)
-
-
-class _Record:
-    """The parts of an OptimizeResult the bench CLI reads."""
-
-    def __init__(self, values, configs, suggest_times):
-        values = np.asarray(values, dtype=float)
-        self.fun = float(values.min())
-        self.x = configs[int(np.argmin(values))]
-        self.best_so_far = np.minimum.accumulate(values)
-        self.suggest_times = np.asarray(suggest_times, dtype=float)
-        self.n_failed = 0
-
-
-def _vector_space(param):
-    """m·d Reals in the Set's box: the "ordered vector" view of a set."""
-    return Space([Real(f"p{i}_{k}", float(param.low[k]), float(param.high[k]))
-                  for i in range(param.n_points) for k in range(param.dim)])
-
-
-def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
-    """Run one baseline of the set benchmark on ``problem``.
-
-    Parameters
-    ----------
-    problem : SetCoverage, SetChamfer or KMeansInit
-    method : str
-        "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "vector", "random" or "kmeans++" (KMeansInit only).
-    budget, n_init, seed : int
-
-    Returns
-    -------
-    An object with ``fun``, ``x``, ``best_so_far``, ``suggest_times`` and ``n_failed``
-    (an ``OptimizeResult`` for the BO methods).
-    """
-    from .. import minimize
-    from ..kernels import Matern52, set_space_kernel
-
-    param = problem.set_param
-    if method == "kmeans++":
-        if not isinstance(problem, KMeansInit):
-            raise ValueError("method 'kmeans++' applies to KMeansInit only")
-        rng = np.random.default_rng(seed)
-        configs, values = [], []
-        for _ in range(budget):
-            configs.append({problem.set_name: problem.kmeans_plus_plus(rng)})
-            values.append(problem(configs[-1]))
-        return _Record(values, configs, np.zeros(budget))
-    if method == "vector":
-        space = _vector_space(param)
-
-        def objective(config):
-            points = np.array([config[p.name] for p in space.parameters]).reshape(param.n_points, param.dim)
-            return problem.set_value(points)
-
-        return minimize(objective, space, n_iter=budget, n_init=n_init, kernel=Matern52(space), seed=seed,
-                        progress=progress)
-    match = re.fullmatch(r"set-L(\d+)", method)
-    if match:
-        kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed,
-                                  normalize=False)
-    elif method in ("set", "set-norm"):     # "set-norm" is the default kernel of a space with a Set
-        kernel = set_space_kernel("matern52", problem.space, normalize=method == "set-norm")
-    elif method == "random":
-        kernel = "random"
-    else:
-        raise ValueError(f"unknown set benchmark method {method!r}; choose from {SET_METHODS}")
-    return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
-                    progress=progress)

@@ -340,7 +340,7 @@ class FMKernel(_ModulatedKernel):
         return self._add_zero_distance_share(vector, beta_start, D, w_diag)
 
     def _low_rank_reduction(self, X, U, Z):
-        """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp_large).
+        """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp.solvers.cg).
 
         Here the a = b pairs stay in the backend's sums (splitting them off needs W): the nominal β
         gradients then carry rounding of the size of ε Σ_a |W_aa K_aa ∂log c_p/∂log β_p|, far below

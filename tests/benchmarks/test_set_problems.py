@@ -1,10 +1,9 @@
-"""Set benchmark problems: documented optima, permutation invariance, several modes, and every
-baseline of the set benchmark running end to end on a tiny budget."""
+"""Set benchmark problems: documented optima, permutation invariance, several modes (the baselines that
+run on them are tested with the CLI, tests/cli/test_runners.py)."""
 import numpy as np
 import pytest
 
 from fastfm.benchmarks import KMeansInit, SetChamfer, SetCoverage, get_problem
-from fastfm.benchmarks.sets import run_set_method
 
 SYNTHETIC = [SetCoverage, SetChamfer]
 
@@ -41,24 +40,3 @@ def test_coverage_has_a_local_minimum_that_leaves_a_bump_uncovered():
 def test_problems_are_registered():
     for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit)):
         assert isinstance(get_problem(name), cls)
-
-
-@pytest.mark.parametrize("method", ["set", "set-L2", "set-norm", "vector", "random"])
-def test_every_baseline_runs_and_records_the_budget(method):
-    problem = SetCoverage()
-    result = run_set_method(problem, method, budget=6, n_init=4, seed=0)
-    assert len(result.best_so_far) == 6 and result.n_failed == 0
-    assert result.fun == result.best_so_far[-1] and result.fun >= problem.optimum
-    points = np.asarray(result.x[problem.set_name]) if method != "vector" else None
-    if points is not None:
-        assert points.shape == (4, 2) and np.all(np.abs(points) <= 1.0)
-
-
-def test_kmeans_plus_plus_baseline_and_bad_methods():
-    problem = KMeansInit()
-    result = run_set_method(problem, "kmeans++", budget=4, seed=0)
-    assert len(result.best_so_far) == 4 and np.isfinite(result.fun)
-    with pytest.raises(ValueError, match="KMeansInit only"):
-        run_set_method(SetCoverage(), "kmeans++", budget=2)
-    with pytest.raises(ValueError, match="unknown set benchmark method 'nope'"):
-        run_set_method(SetCoverage(), "nope", budget=2)

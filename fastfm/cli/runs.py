@@ -1,0 +1,212 @@
+"""``fastfm bench PROBLEM``: Bayesian optimisation on the suite's problems, several kernels and seeds.
+
+A kernel name ending in "-flat" runs on ``problem.space.flattened()`` (every parameter always active;
+inactive values are dropped before evaluation).  Set problems take the baselines of
+:func:`run_set_method` instead of kernel names.
+"""
+import json
+import math
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+from .._config import set_config
+from ..benchmarks import KMeansInit, get_problem
+from ..bo import minimize
+from ..kernels import Matern52, set_space_kernel
+from ..space import Real, Space
+
+__all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
+
+#: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
+SET_METHODS = ("set", "set-L<L>", "set-norm", "vector", "random", "kmeans++")
+
+
+def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwargs):
+    problem = get_problem(problem_name, **problem_kwargs)
+    space, objective, kernel_name = problem.space, problem, kernel
+    if kernel.endswith("-flat"):
+        # the conditional space flattened: the model sees every parameter, the objective only the active ones
+        space, kernel_name = problem.space.flattened(), kernel[: -len("-flat")]
+        objective = lambda config: problem(problem.space.prune(config))  # noqa: E731
+    start = time.perf_counter()
+    if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", "kmeans++"
+        result = run_set_method(problem, kernel, budget, n_init, seed, progress)
+    else:
+        result = minimize(objective, space, n_iter=budget, n_init=n_init, kernel=kernel_name, seed=seed,
+                          progress=progress)
+    suggest = result.suggest_times[n_init:]
+    return {
+        "problem": problem.name, "kernel": kernel, "seed": seed, "best": float(result.fun),
+        "best_x": result.x, "curve": result.best_so_far.tolist(),
+        "mean_suggest_time": float(np.nanmean(suggest)) if len(suggest) else float("nan"),
+        "wall_time": time.perf_counter() - start, "n_failed": result.n_failed,
+    }
+
+
+def _single_threaded_worker():
+    set_config(num_threads=1)
+
+
+def _mean_se(values):
+    values = np.asarray(values, dtype=float)
+    se = values.std(ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return values.mean(), se
+
+
+def _table(runs, optimum):
+    kernels = list(dict.fromkeys(r["kernel"] for r in runs))
+    lines = [f"{'kernel':10s} {'best at budget (mean ± s.e.)':>30s} {'s/suggestion':>13s} {'runs':>5s}"]
+    for kernel in kernels:
+        mine = [r for r in runs if r["kernel"] == kernel]
+        mean, se = _mean_se([r["best"] for r in mine])
+        t = np.nanmean([r["mean_suggest_time"] for r in mine])
+        lines.append(f"{kernel:10s} {mean:>+18.4f} ± {se:<9.4f} {t:>13.3f} {len(mine):>5d}")
+    if optimum is not None:
+        lines.append(f"(known optimum: {optimum:+.6f})")
+    return "\n".join(lines)
+
+
+def _plot(runs, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for kernel in dict.fromkeys(r["kernel"] for r in runs):
+        curves = np.array([r["curve"] for r in runs if r["kernel"] == kernel])
+        mean = curves.mean(0)
+        se = curves.std(0, ddof=1) / math.sqrt(len(curves)) if len(curves) > 1 else np.zeros_like(mean)
+        steps = np.arange(1, len(mean) + 1)
+        ax.plot(steps, mean, label=kernel)
+        ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("best value (mean ± s.e.)")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def bench(args):
+    kernels = [k.strip() for k in args.kernel.split(",") if k.strip()]
+    problem = get_problem(args.problem)  # fail early on a bad name or a missing extra
+    jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
+            for seed in range(args.seed0, args.seed0 + args.seeds)]
+    print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
+          f"({args.n_init} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
+    runs = []
+    if args.jobs > 1:
+        # one OpenMP thread per process, so processes do not fight over the cores
+        with ProcessPoolExecutor(args.jobs, initializer=_single_threaded_worker) as pool:
+            futures = [pool.submit(_run_one, *job, False, {}) for job in jobs]
+            for job, future in zip(jobs, futures):
+                run = future.result()
+                runs.append(run)
+                print(f"  {run['kernel']:8s} seed {run['seed']}: best {run['best']:+.6f} "
+                      f"({run['mean_suggest_time']:.3f} s/suggestion, {run['wall_time']:.0f} s)", flush=True)
+    else:
+        for job in jobs:
+            run = _run_one(*job, not args.quiet, {})
+            runs.append(run)
+            print(f"  {run['kernel']:8s} seed {run['seed']}: best {run['best']:+.6f} at {run['best_x']}", flush=True)
+    print()
+    print(_table(runs, problem.optimum))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"problem": problem.name, "budget": args.budget, "n_init": args.n_init, "runs": runs}, fh,
+                      indent=1, default=str)
+        print(f"wrote {args.json}")
+    if args.plot:
+        _plot(runs, args.plot, f"{problem.name}, {args.seeds} seeds")
+        print(f"wrote {args.plot}")
+    return 0
+
+
+class _Record:
+    """The parts of an OptimizeResult the bench CLI reads."""
+
+    def __init__(self, values, configs, suggest_times):
+        values = np.asarray(values, dtype=float)
+        self.fun = float(values.min())
+        self.x = configs[int(np.argmin(values))]
+        self.best_so_far = np.minimum.accumulate(values)
+        self.suggest_times = np.asarray(suggest_times, dtype=float)
+        self.n_failed = 0
+
+
+def _vector_space(param):
+    """m·d Reals in the Set's box: the "ordered vector" view of a set."""
+    return Space([Real(f"p{i}_{k}", float(param.low[k]), float(param.high[k]))
+                  for i in range(param.n_points) for k in range(param.dim)])
+
+
+def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
+    """Run one baseline of the set benchmark on ``problem``.
+
+    Parameters
+    ----------
+    problem : SetCoverage, SetChamfer or KMeansInit
+    method : str
+        "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "vector", "random" or "kmeans++" (KMeansInit only).
+    budget, n_init, seed : int
+
+    Returns
+    -------
+    An object with ``fun``, ``x``, ``best_so_far``, ``suggest_times`` and ``n_failed``
+    (an ``OptimizeResult`` for the BO methods).
+    """
+    param = problem.set_param
+    if method == "kmeans++":
+        if not isinstance(problem, KMeansInit):
+            raise ValueError("method 'kmeans++' applies to KMeansInit only")
+        rng = np.random.default_rng(seed)
+        configs, values = [], []
+        for _ in range(budget):
+            configs.append({problem.set_name: problem.kmeans_plus_plus(rng)})
+            values.append(problem(configs[-1]))
+        return _Record(values, configs, np.zeros(budget))
+    if method == "vector":
+        space = _vector_space(param)
+
+        def objective(config):
+            points = np.array([config[p.name] for p in space.parameters]).reshape(param.n_points, param.dim)
+            return problem.set_value(points)
+
+        return minimize(objective, space, n_iter=budget, n_init=n_init, kernel=Matern52(space), seed=seed,
+                        progress=progress)
+    match = re.fullmatch(r"set-L(\d+)", method)
+    if match:
+        kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed,
+                                  normalize=False)
+    elif method in ("set", "set-norm"):     # "set-norm" is the default kernel of a space with a Set
+        kernel = set_space_kernel("matern52", problem.space, normalize=method == "set-norm")
+    elif method == "random":
+        kernel = "random"
+    else:
+        raise ValueError(f"unknown set benchmark method {method!r}; choose from {SET_METHODS}")
+    return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
+                    progress=progress)
+
+
+def add_parser(commands):
+    """``bench``: the flags of ``fastfm bench``, unchanged."""
+    b = commands.add_parser("bench", help="run BO on a built-in benchmark problem")
+    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, "
+                                   "setcoverage, setchamfer or kmeansinit")
+    b.add_argument("--kernel", default="modlap",
+                   help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
+                        "NAME-flat runs NAME on the flattened conditional space; "
+                        "set problems: set, set-L<L>, vector, random, kmeans++ (kmeansinit)")
+    b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
+    b.add_argument("--n-init", type=int, default=10)
+    b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")
+    b.add_argument("--seed0", type=int, default=0, help="first seed")
+    b.add_argument("--jobs", type=int, default=1, help="parallel processes (each single-threaded)")
+    b.add_argument("--plot", help="save convergence curves (mean ± s.e.) to this PNG (needs matplotlib)")
+    b.add_argument("--json", help="save every run to this JSON file")
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    b.set_defaults(run=lambda args, parser, command: bench(args))
+    return b
