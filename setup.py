@@ -77,8 +77,8 @@ if Pybind11Extension is not None and os.environ.get("FASTFM_NO_EXTENSION", "") =
     ext_modules.append(
         Pybind11Extension(
             "fastfm._cpp",
-            sorted(glob("csrc/*.cpp")),  # sorted: reproducible builds
-            include_dirs=["csrc/include"],
+            sorted(glob("csrc/**/*.cpp", recursive=True)),  # sorted: reproducible builds
+            include_dirs=["csrc/include", "csrc"],
             cxx_std=17,
             extra_compile_args=extra,
         )
