@@ -6,6 +6,7 @@ warning.  OpenMP is used when the compiler accepts ``-fopenmp``; otherwise the
 same sources build serially.
 """
 import os
+import shlex
 import sys
 import tempfile
 from glob import glob
@@ -26,15 +27,19 @@ if ParallelCompile is not None:
     ParallelCompile("FASTFM_BUILD_JOBS", default=0).install()
 
 
-def _compiler_accepts(compiler, flags, source="int main(void) { return 0; }\n"):
-    """True when ``compiler`` compiles and links a tiny program with ``flags``."""
+def _compiler_accepts(compiler, flags, link_flags, source="int main(void) { return 0; }\n"):
+    """True when ``compiler`` compiles a tiny program with ``flags`` and links it with ``link_flags``."""
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "probe.cpp")
         with open(src, "w") as fh:
             fh.write(source)
         try:
             objects = compiler.compile([src], output_dir=tmp, extra_postargs=flags)
-            compiler.link_executable(objects, os.path.join(tmp, "probe"), extra_postargs=flags)
+            # LDFLAGS: distutils adds it to the shared-library link but not to link_executable; without it
+            # "-lomp" is not found where libomp sits outside the default paths (Homebrew on macOS, whose
+            # instructions, like pyproject's [tool.cibuildwheel.macos], set LDFLAGS=-L<prefix>/lib)
+            compiler.link_executable(objects, os.path.join(tmp, "probe"),
+                                     extra_postargs=link_flags + shlex.split(os.environ.get("LDFLAGS", "")))
         except Exception:
             return False
     return True
@@ -48,18 +53,21 @@ class OptionalOpenMPBuildExt(build_ext):
 
     def build_extensions(self):
         use_openmp = os.environ.get("FASTFM_NO_OPENMP", "") == ""
-        openmp_flags = []
+        openmp_flags = openmp_link_flags = []
         if use_openmp and self.compiler.compiler_type == "unix":
-            for flags in (["-fopenmp"], ["-Xpreprocessor", "-fopenmp", "-lomp"]):
-                if _compiler_accepts(self.compiler, flags, _OPENMP_PROBE):
-                    openmp_flags = flags
+            # (compile, link) flags: GCC and LLVM clang; Apple clang, which has no OpenMP runtime of its own
+            # and whose driver refuses -fopenmp, with libomp (Homebrew): the pragmas through the
+            # preprocessor, and the runtime linked by name.  The extension links with what the probe linked.
+            for flags, link_flags in ((["-fopenmp"], ["-fopenmp"]), (["-Xpreprocessor", "-fopenmp"], ["-lomp"])):
+                if _compiler_accepts(self.compiler, flags, link_flags, _OPENMP_PROBE):
+                    openmp_flags, openmp_link_flags = flags, link_flags
                     break
         elif use_openmp and self.compiler.compiler_type == "msvc":
-            openmp_flags = ["/openmp"]
+            openmp_flags = openmp_link_flags = ["/openmp"]
         for ext in self.extensions:
             if openmp_flags:
                 ext.extra_compile_args += openmp_flags
-                ext.extra_link_args += [f for f in openmp_flags if f != "-Xpreprocessor"]
+                ext.extra_link_args += openmp_link_flags
                 ext.define_macros.append(("FASTFM_HAVE_OPENMP", "1"))
         if not openmp_flags:
             print("fastfm: OpenMP not available, building the extension serially", file=sys.stderr)
