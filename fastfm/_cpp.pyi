@@ -1,4 +1,4 @@
-"""Type stub of the compiled backend ``fastfm._cpp`` (csrc/bindings.cpp).
+"""Type stub of the compiled backend ``fastfm._cpp`` (csrc/module.cpp, csrc/py/*.cpp).
 
 Private: use the kernels (``fastfm.kernels``) or ``fastfm._backends.cpp``,
 whose wrappers take the same arguments as ``fastfm._backends.numpy_backend``.

@@ -1,8 +1,8 @@
 // Shared plumbing of the fastfm C++ core: threads, tiling constants, the
 // transposed point layout and the parallel row-tile driver.
 //
-// Pure C++17: nothing here knows about Python (csrc/bindings.cpp is the only
-// file that includes pybind11).  OpenMP is optional; without it every driver
+// Pure C++17: nothing here knows about Python (csrc/module.cpp and csrc/py/ are
+// the only files that include pybind11).  OpenMP is optional; without it every driver
 // runs serially and produces the same numbers.
 #pragma once
 

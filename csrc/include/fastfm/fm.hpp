@@ -93,8 +93,8 @@ constexpr int kRationalTableStates = 8;
 // ----------------------------------------------------------------------------
 // Vector lanes of the kernels written with GCC vector types
 // ----------------------------------------------------------------------------
-// True where eight doubles are one register (AVX-512), i.e. where the bindings' x86-64-v4 clones run:
-// the vector kernels then take kWideLanes, else kNarrowLanes (FMPlan::wide_vectors).
+// True where eight doubles are one register (AVX-512), i.e. where the x86-64-v4 clones of csrc/dispatch/
+// run: the vector kernels then take kWideLanes, else kNarrowLanes (FMPlan::wide_vectors).
 inline bool wide_vector_registers() {
 #if defined(__AVX512F__)
     return true;
@@ -1495,29 +1495,24 @@ inline bool reduction_kernel_applies(const FMPlan<T>& plan) {
            mixed_reduction_applies(plan);
 }
 
-// Dispatch on P (mixed_reduction_vectors for mixed or larger spaces); false when no kernel
-// applies (reduction_kernel_applies).  Reached through a
-// function pointer (ReductionProblem::register_kernel): inlined into the big
-// reduction tile, GCC no longer vectorises the kernel's loop.
-template <typename T>
-bool complete_reduction_registers_any(const FMPlan<T>& plan, const int64_t* v, const int32_t* states,
-                                      std::size_t ld, const T* arg, const T* wts, std::size_t count, T* omega,
-                                      T* sums) {
+// Dispatch on P (mixed_reduction_vectors for mixed or larger spaces) for vectors of W lanes; false when
+// no kernel applies (reduction_kernel_applies).  Reached through a function pointer
+// (ReductionProblem::register_kernel): inlined into the big reduction tile, GCC no longer vectorises the
+// kernel's loop.  The lane count is a template parameter so that each ISA clone of the entry points
+// (csrc/dispatch/fm_reduction.cpp) compiles only the lanes it runs.
+template <typename T, int W>
+bool complete_reduction_registers_lanes(const FMPlan<T>& plan, const int64_t* v, const int32_t* states,
+                                        std::size_t ld, const T* arg, const T* wts, std::size_t count, T* omega,
+                                        T* sums) {
     if (!plan.all_complete_single_term || plan.n_variables() > static_cast<std::size_t>(kMaxRegisterVariables)) {
         if (!mixed_reduction_applies(plan)) return false;
-        if (plan.wide_vectors)
-            mixed_reduction_vectors<T, kWideLanes>(plan, v, states, ld, arg, wts, count, omega, sums);
-        else
-            mixed_reduction_vectors<T, kNarrowLanes<T>>(plan, v, states, ld, arg, wts, count, omega, sums);
+        mixed_reduction_vectors<T, W>(plan, v, states, ld, arg, wts, count, omega, sums);
         return true;
     }
     switch (plan.n_variables()) {
-#define FASTFM_REGISTER_CASE(P) \
-    case P:                                                                                                    \
-        if (plan.wide_vectors)                                                                                 \
-            complete_reduction_registers<T, P, kWideLanes>(plan, v, states, ld, arg, wts, count, omega, sums); \
-        else                                                                                                   \
-            complete_reduction_registers<T, P, kNarrowLanes<T>>(plan, v, states, ld, arg, wts, count, omega, sums); \
+#define FASTFM_REGISTER_CASE(P)                                                                  \
+    case P:                                                                                      \
+        complete_reduction_registers<T, P, W>(plan, v, states, ld, arg, wts, count, omega, sums); \
         return true;
         FASTFM_REGISTER_CASE(1)
         FASTFM_REGISTER_CASE(2)
@@ -1676,20 +1671,17 @@ inline bool fused_reduction_applies(const FMPlan<T>& plan) {
 #endif
 }
 
-// Dispatch on (P, n_continuous); see fused_reduction_applies.  Reached through a function pointer
-// (ReductionProblem::fused_kernel), as complete_reduction_registers_any.
-template <typename T>
-void complete_reduction_fused_any(const FMPlan<T>& plan, const int64_t* v, const int32_t* states, std::size_t ld,
-                                  const FusedChunk<T>& chunk, T* sums) {
+// Dispatch on (P, n_continuous) for vectors of W lanes; see fused_reduction_applies.  Reached through a
+// function pointer (ReductionProblem::fused_kernel), as complete_reduction_registers_lanes.
+template <typename T, int W>
+void complete_reduction_fused_lanes(const FMPlan<T>& plan, const int64_t* v, const int32_t* states, std::size_t ld,
+                                    const FusedChunk<T>& chunk, T* sums) {
     static_assert(kMaxFusedContinuous == 3, "extend the cases below");
     const int key = static_cast<int>(plan.n_variables()) * 4 + static_cast<int>(plan.n_continuous);
     switch (key) {
-#define FASTFM_FUSED_CASE(P, DC) \
-    case P * 4 + DC:                                                                     \
-        if (plan.wide_vectors)                                                           \
-            complete_reduction_fused<T, P, DC, kWideLanes>(plan, v, states, ld, chunk, sums); \
-        else                                                                             \
-            complete_reduction_fused<T, P, DC, kNarrowLanes<T>>(plan, v, states, ld, chunk, sums); \
+#define FASTFM_FUSED_CASE(P, DC)                                                  \
+    case P * 4 + DC:                                                              \
+        complete_reduction_fused<T, P, DC, W>(plan, v, states, ld, chunk, sums); \
         return;
 #define FASTFM_FUSED_CASES(P) \
     FASTFM_FUSED_CASE(P, 0) FASTFM_FUSED_CASE(P, 1) FASTFM_FUSED_CASE(P, 2) FASTFM_FUSED_CASE(P, 3)
@@ -2030,11 +2022,13 @@ struct ReductionProblem {
     std::size_t N = 0;
     T* omega = nullptr;    // (N, N) output when R is given
     std::vector<T>* tile_partials = nullptr;  // n_tiles × n_components
-    // Register / vector kernels (complete_reduction_registers_any: all nominal with P ≤ 8, or
-    // mixed_reduction_vectors); the bindings substitute an ISA-dispatched instantiation.
+    // Register / vector kernels (complete_reduction_registers_lanes: all nominal with P ≤ 8, or
+    // mixed_reduction_vectors), ISA-dispatched by the bindings; nullptr: the general path.  No default
+    // instantiation here: it would compile a baseline-ISA copy of every register kernel into each
+    // binding translation unit that builds a ReductionProblem, which never runs.
     bool (*register_kernel)(const FMPlan<T>&, const int64_t*, const int32_t*, std::size_t, const T*, const T*,
-                            std::size_t, T*, T*) = &complete_reduction_registers_any<T>;
-    // complete_reduction_fused_any (fused_reduction_applies), ISA-dispatched by the bindings; nullptr:
+                            std::size_t, T*, T*) = nullptr;
+    // complete_reduction_fused_lanes (fused_reduction_applies), ISA-dispatched by the bindings; nullptr:
     // the register kernel and the passes around it.
     void (*fused_kernel)(const FMPlan<T>&, const int64_t*, const int32_t*, std::size_t, const FusedChunk<T>&,
                          T*) = nullptr;
@@ -2075,7 +2069,7 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     T* FASTFM_RESTRICT chain = ws.chain.data();
     T* FASTFM_RESTRICT beta_scale = ws.beta_scale.data();
     const T sigma2 = plan.derivative_variance;
-    const bool register_kernel = reduction_kernel_applies(plan);
+    const bool register_kernel = pb.register_kernel != nullptr && reduction_kernel_applies(plan);
     const bool fused = symmetric && pb.fused_kernel != nullptr && fused_reduction_applies(plan);
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {

@@ -11,7 +11,7 @@
 // of 2 − 2cos(α − α') at small differences.  A row is processed against
 // chunks of kColumnChunk columns, one dimension at a time (vectorisable).
 //
-// Pure C++17 templates over the scalar type; no Python (bindings.cpp binds them).
+// Pure C++17 templates over the scalar type; no Python (csrc/py/hier.cpp binds them).
 #pragma once
 
 #include <algorithm>

@@ -15,7 +15,7 @@
 // per-point accumulator, and each set's sum is read off the accumulator once
 // per row a.  Symmetric Grams visit b ≥ a only (pairs computed once).
 //
-// Pure C++17: nothing here knows about Python (csrc/bindings.cpp binds it).
+// Pure C++17: nothing here knows about Python (csrc/py/set.cpp binds it).
 #pragma once
 
 #include <algorithm>

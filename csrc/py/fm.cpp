@@ -1,0 +1,242 @@
+// Bindings of the FM kernel: Gram, gradient reductions, graph-neighbour Gram, cross gradient.
+// Signatures mirror the private functions of fastfm/_backends/numpy_backend.py (same order of
+// arguments); fastfm/_backends/cpp.py adapts the Python objects to them.  The hot work runs in the
+// entry points of csrc/dispatch/ (one clone per ISA), reached through the drivers of fm.hpp.
+#include <string>
+#include <vector>
+
+#include "py/boundary.hpp"
+
+namespace fastfm_py {
+
+namespace {
+
+// Which factors of the Gram path have the rational form (fm.hpp, prepare_rational_factor) at these
+// hyperparameters, and whether the plan uses it: a test and diagnostics hook.
+py::dict fm_gram_rational_forms(const Tables& tables, const py::object& alphas, const py::object& betas,
+                                double variance, int kind, const py::object& coefficients, double exponent) {
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const fastfm::FMPlan<double> plan = make_plan(h, 0, true);
+    py::list factors;
+    for (const auto& var : plan.variables) factors.append(path_name(var.rational));
+    py::dict out;
+    out["factors"] = factors;
+    out["rational"] = plan.rational;
+    return out;
+}
+
+py::array_t<double> fm_gram(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                            const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                            const py::object& betas, double variance, int kind, const py::object& coefficients,
+                            double exponent, int num_threads) {
+    const PointPair pts = point_pair(C1_obj, D1_obj, C2_obj, D2_obj, tables);
+    const bool symmetric = pts.symmetric;
+    const DoubleArray &C1 = pts.C1, &C2 = pts.C2;
+    const IndexArray &D1 = pts.D1, &D2 = pts.D2;
+    const py::ssize_t N = pts.N, M = pts.M, Dc = pts.Dc;
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({N, M});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc), true);
+        const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(M),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm::GramProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_continuous = C1.data();
+        pb.rows_states = D1.data();
+        pb.cols = &cols;
+        pb.n_rows = static_cast<std::size_t>(N);
+        pb.symmetric = symmetric;
+        pb.K = K.mutable_data();
+        fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+    }
+    return K;
+}
+
+py::array_t<double> fm_gram_from_argument(const py::object& R_obj, const py::object& D1_obj,
+                                          const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                                          const py::object& betas, double variance, int kind,
+                                          const py::object& coefficients, double exponent, int num_threads) {
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables);
+    IndexArray D2 = D2_obj.is_none() ? D1 : state_matrix(D2_obj, "D2", tables);
+    const py::ssize_t N = D1.shape(0), M = D2.shape(0);
+    DoubleArray R = float_array(R_obj, "R", {N, M}, "(" + std::to_string(N) + ", " + std::to_string(M) + ")");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({N, M});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, 0, true);
+        const auto cols = fastfm::PointColumns<double>::from_rows(nullptr, D2.data(), static_cast<std::size_t>(M), 0,
+                                                                   tables.n_variables());
+        fastfm::GramProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_states = D1.data();
+        pb.cols = &cols;
+        pb.R = R.data();
+        pb.n_rows = static_cast<std::size_t>(N);
+        pb.K = K.mutable_data();
+        fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+    }
+    return K;
+}
+
+py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
+                            const Tables& tables, const py::object& alphas, const py::object& betas, double variance,
+                            int kind, const py::object& coefficients, double exponent, int num_threads,
+                            bool symmetric_weights) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const double* w = W.data();
+    return symmetric_reduction(C, D, tables, h, num_threads, [w, symmetric_weights](fastfm::ReductionProblem<double>& pb) {
+        pb.W = w;
+        pb.symmetric_weights = symmetric_weights;
+    });
+}
+
+py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& D_obj, const py::object& W_obj,
+                                     const Tables& tables, const py::object& alphas, const py::object& betas,
+                                     double variance, int kind, const py::object& coefficients, double exponent,
+                                     int num_threads) {
+    IndexArray D = state_matrix(D_obj, "D", tables);
+    const py::ssize_t N = D.shape(0);
+    const std::string square = "(" + std::to_string(N) + ", " + std::to_string(N) + ")";
+    DoubleArray R = float_array(R_obj, "R", {N, N}, square);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, square);
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> omega({N, N});
+    std::vector<double> sums;
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = with_lanes(
+            fastfm::FMPlan<double>(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, 0, false));
+        const auto cols = fastfm::PointColumns<double>::from_rows(nullptr, D.data(), static_cast<std::size_t>(N), 0,
+                                                                   tables.n_variables());
+        fastfm::ReductionProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_states = D.data();
+        pb.cols = &cols;
+        pb.R = R.data();
+        pb.W = W.data();
+        pb.N = static_cast<std::size_t>(N);
+        pb.omega = omega.mutable_data();
+        pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+        sums = fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
+    }
+    const std::size_t P = tables.n_variables();
+    return py::make_tuple(vector_from(sums, 0, P), vector_from(sums, P, P), sums[2 * P], omega);
+}
+
+py::array_t<double> fm_neighbour_gram(const py::object& c_obj, const py::object& v_obj, const py::object& C_obj,
+                                      const py::object& D_obj, const py::object& var_index_obj,
+                                      const py::object& new_state_obj, const Tables& tables,
+                                      const py::object& alphas, const py::object& betas, double variance, int kind,
+                                      const py::object& coefficients, double exponent, int num_threads) {
+    const auto P = static_cast<py::ssize_t>(tables.n_variables());
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0), Dc = C.shape(1);
+    DoubleArray c = float_array(c_obj, "c", {Dc}, "(" + std::to_string(Dc) + ",)");
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    IndexArray v = index_array(v_obj, "v", {P}, "(" + std::to_string(P) + ",)");
+    for (py::ssize_t p = 0; p < P; ++p)
+        if (v.data()[p] < 0 || v.data()[p] >= tables.n_states(static_cast<std::size_t>(p)))
+            throw py::value_error("v[" + std::to_string(p) + "] = " + std::to_string(v.data()[p]) +
+                                  " is not a state of discrete variable " + std::to_string(p) + " (valid: 0.." +
+                                  std::to_string(tables.n_states(static_cast<std::size_t>(p)) - 1) + ")");
+    IndexArray var_index = index_array(var_index_obj, "var_index", {-1}, "(M,)");
+    const py::ssize_t M = var_index.shape(0);
+    IndexArray new_state = index_array(new_state_obj, "new_state", {M}, "(" + std::to_string(M) + ",), like var_index");
+    for (py::ssize_t m = 0; m < M; ++m) {
+        const int64_t p = var_index.data()[m];
+        if (p < 0 || p >= P)
+            throw py::value_error("var_index[" + std::to_string(m) + "] = " + std::to_string(p) +
+                                  " is not a discrete variable index (valid: 0.." + std::to_string(P - 1) + ")");
+        const int64_t u = new_state.data()[m];
+        if (u < 0 || u >= tables.n_states(static_cast<std::size_t>(p)))
+            throw py::value_error("new_state[" + std::to_string(m) + "] = " + std::to_string(u) +
+                                  " is not a state of discrete variable " + std::to_string(p) + " (valid: 0.." +
+                                  std::to_string(tables.n_states(static_cast<std::size_t>(p)) - 1) + ")");
+    }
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({M, N});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = make_plan(h, static_cast<std::size_t>(Dc));
+        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), static_cast<std::size_t>(N),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm_dispatch::neighbour_gram_f64(plan, c.data(), v.data(), cols, var_index.data(), new_state.data(),
+                                            static_cast<std::size_t>(M), K.mutable_data(), num_threads);
+    }
+    return K;
+}
+
+py::tuple fm_cross_gradient(const py::object& C1_obj, const py::object& D1_obj, const py::object& C2_obj,
+                            const py::object& D2_obj, const Tables& tables, const py::object& alphas,
+                            const py::object& betas, double variance, int kind, const py::object& coefficients,
+                            double exponent, int num_threads) {
+    DoubleArray C1 = float_array(C1_obj, "C1", {-1, -1}, "(M, n_continuous)");
+    const py::ssize_t M = C1.shape(0), Dc = C1.shape(1);
+    IndexArray D1 = state_matrix(D1_obj, "D1", tables, M);
+    DoubleArray C2 = float_array(C2_obj, "C2", {-1, Dc}, "(N, " + std::to_string(Dc) + ")");
+    const py::ssize_t N = C2.shape(0);
+    IndexArray D2 = state_matrix(D2_obj, "D2", tables, N);
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    py::array_t<double> K({M, N});
+    py::array_t<double> dK({M, N, Dc});
+    {
+        py::gil_scoped_release release;
+        const fastfm::FMPlan<double> plan = with_lanes(fastfm::FMPlan<double>(
+            tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, static_cast<std::size_t>(Dc), false));
+        const auto cols = fastfm::PointColumns<double>::from_rows(C2.data(), D2.data(), static_cast<std::size_t>(N),
+                                                                   static_cast<std::size_t>(Dc), tables.n_variables());
+        fastfm::CrossGradientProblem<double> pb;
+        pb.plan = &plan;
+        pb.rows_continuous = C1.data();
+        pb.rows_states = D1.data();
+        pb.cols = &cols;
+        pb.n_rows = static_cast<std::size_t>(M);
+        pb.K = K.mutable_data();
+        pb.dK = dK.mutable_data();
+        fastfm::run_cross_gradient(pb, num_threads, &fastfm_dispatch::cross_gradient_tile_f64);
+    }
+    return py::make_tuple(K, dK);
+}
+
+}  // namespace
+
+void bind_fm(py::module_& m) {
+    m.def("fm_gram", &fm_gram, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"), py::arg("tables"),
+          py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"), py::arg("coefficients"),
+          py::arg("exponent"), py::arg("num_threads") = 0,
+          "FM Gram matrix, shape (N, M), or (N, N) when C2 = D2 = None (computed once per pair and mirrored).");
+    m.def("fm_gram_rational_forms", &fm_gram_rational_forms, py::arg("tables"), py::arg("alphas"), py::arg("betas"),
+          py::arg("variance"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
+          "{'factors': per variable 'complete', 'tridiagonal' or 'general' (no rational form), 'rational': bool}: "
+          "the factors that the Gram and K·V paths evaluate in rational form at these hyperparameters.");
+    m.def("fm_gram_from_argument", &fm_gram_from_argument, py::arg("R"), py::arg("D1"), py::arg("D2"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "K_ab = σ² Π_p F_p(v_a, v_b, α_p R_ab), shape (N, M).");
+    m.def("fm_grad_reduction", &fm_grad_reduction, py::arg("C"), py::arg("D"), py::arg("W"), py::arg("tables"),
+          py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"), py::arg("coefficients"),
+          py::arg("exponent"), py::arg("num_threads") = 0, py::arg("symmetric_weights") = false,
+          "(g_lengthscale (Dc,), g_alpha (P,), g_beta (P,), g_variance): Σ_ab W_ab ∂K_ab/∂log ψ. "
+          "symmetric_weights=True promises W = Wᵀ and reads only W's upper triangle.");
+    m.def("fm_reduction_from_argument", &fm_reduction_from_argument, py::arg("R"), py::arg("D"), py::arg("W"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "(g_alpha, g_beta, g_variance, omega (N, N)) given the continuous argument R.");
+    m.def("fm_neighbour_gram", &fm_neighbour_gram, py::arg("c"), py::arg("v"), py::arg("C"), py::arg("D"),
+          py::arg("var_index"), py::arg("new_state"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
+          py::arg("variance"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
+          py::arg("num_threads") = 0, "Rows k(x_m, X) of graph neighbours x_m of one point, shape (M, N).");
+    m.def("fm_cross_gradient", &fm_cross_gradient, py::arg("C1"), py::arg("D1"), py::arg("C2"), py::arg("D2"),
+          py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          "(K (M, N), dK (M, N, Dc)) with dK[m, n, d] = ∂K[m, n]/∂C1[m, d].");
+}
+
+}  // namespace fastfm_py
