@@ -1,4 +1,4 @@
-# GPU parity tests and `fastfm time gpu` (BENCHMARKS.md, "Second H100 run"):  bash asv_benchmarks/device/parity_and_timings.sh
+# GPU parity tests and `fastfm time gpu` (docs/benchmarks/gpu.md, "Second H100 run"):  bash asv_benchmarks/device/parity_and_timings.sh
 source asv_benchmarks/device/common.sh
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
 python3 -m pip list 2>/dev/null | grep -iE "^(numba|numba-cuda|numpy|scipy) "

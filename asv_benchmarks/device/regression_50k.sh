@@ -1,5 +1,5 @@
 # N = 50,000 GP regression with fitted hyperparameters on the GPU machine, PCG log at DEBUG level
-# (BENCHMARKS.md, "On a GPU"):  bash asv_benchmarks/device/regression_50k.sh
+# (docs/benchmarks/large-n.md, "On a GPU"):  bash asv_benchmarks/device/regression_50k.sh
 source asv_benchmarks/device/common.sh
 python3 - time regression --sizes 50000 --subset 1000 --restarts 4 --peers none --cg-tol 1e-2 --n-test 10000 \
   > "${OUT:-/tmp}/regression_50k.log" 2>&1 <<'PY'

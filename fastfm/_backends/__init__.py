@@ -43,7 +43,7 @@ _warned = set()
 # (``_terms_per_pair``: 7 per pair on Func3C, 76 on NAS-like).  Below it the fixed
 # costs (launch, transfers, the result's download) exceed the C++ time.  Measured with
 # ``fastfm time gpu`` (then ``python -m fastfm._backends.cuda_bench``) on an H100 against C++ on 16 cores
-# (BENCHMARKS.md, "GPU backend"): NAS-like 2000×2000 (0.3e9 terms) cuda 4.9 ms vs
+# (docs/benchmarks/gpu.md, "GPU backend"): NAS-like 2000×2000 (0.3e9 terms) cuda 4.9 ms vs
 # cpp 9.9 ms; Func3C 2000×2000 (0.03e9) 4.5 vs 1.6 ms, 10000×10000 (0.7e9) 52 vs 82 ms.
 # 2e8 puts the switch near N = 5300 on Func3C and N = 1600 on NAS-like.  The matrix-free K·V
 # (fm_gram_matvec) shares it; second H100 run (2026-11-23): Func3C 2000×2000 K·v cuda 0.93 vs
@@ -53,7 +53,7 @@ CUDA_MIN_TERMS = 200_000_000
 CUDA_SET_MIN_TERMS = 10_000_000
 # Hierarchical kernel (SPEC §3): pairs × (n_dims + 1), one term per encoded column (a cos or a
 # comparison) plus the profile, as the C++ backend counts its work.  Measured on the H100 against C++ on
-# 16 cores (BENCHMARKS.md, "Second H100 run"), 9-column test space: N = 2000 (4e7 terms) Gram 3.2 vs
+# 16 cores (docs/benchmarks/gpu.md, "Second H100 run"), 9-column test space: N = 2000 (4e7 terms) Gram 3.2 vs
 # 3.9 ms, Gram + reduction 6.4 vs 12.2 ms; N = 10,000 3.3× and 4.9×.  The GPU already wins at 4e7.
 CUDA_HIER_MIN_TERMS = 40_000_000
 

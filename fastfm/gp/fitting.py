@@ -32,7 +32,7 @@ _LOGGER = logging.getLogger(__name__)
 # for the 15-variable regression set), so the starts cost minutes whatever N is.  The exact solver then refines
 # the best start on all N (_REFINE_OPTIONS): on the regression set at N = 10,000 the refinement took the
 # test RMSE / NLL from 0.5747 / 1.042 at the subset's optimum to 0.3704 / 0.390, in 13 minutes in all on
-# two cores, where every start on all points would take about 60 (BENCHMARKS.md, "Subset, then refine" and
+# two cores, where every start on all points would take about 60 (docs/benchmarks/large-n.md, "Subset, then refine" and
 # "One N × N buffer").
 _AUTO_SUBSET = 2000
 _AUTO_SUBSET_MIN_N = 2 * _AUTO_SUBSET
@@ -45,7 +45,8 @@ _FAILED_OBJECTIVE = 1e25
 # L-BFGS-B settings per start.  ftol is relative: a start stops once an iteration improves −log p by less
 # than 1e-5·|log p| (3e-3 nats at N = 200), far below what matters for hyperparameters.  Measured on the
 # NAS-like ModLap fit of the suggestion benchmark (N = 200, 11 starts, four data sets): 1e-6 → 1e-5 took
-# 20-25 % fewer likelihood evaluations and moved the best optimum by ≤ 0.05 nats (BENCHMARKS.md); scipy's
+# 20-25 % fewer likelihood evaluations and moved the best optimum by ≤ 0.05 nats
+# (docs/benchmarks/suggestion.md, "The likelihood loop: target met"); scipy's
 # default 2.2e-9 took twice as many as 1e-6.  maxiter bounds flat ridges.
 _LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-5}
 
@@ -54,7 +55,7 @@ _LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-5}
 # and a relative ftol asks for ever smaller gains as |log p| grows with N.  On the regression set the
 # test error stops moving well before: N = 10,000, RMSE 0.5747 at the subset's optimum, 0.3724 after 20
 # evaluations, 0.3721 after 30 (log ML −3,416 → −857 → −844); N = 3,000, 0.5886 after 20 iterations
-# against 0.5860 at convergence (36 evaluations).  BENCHMARKS.md, "Subset, then refine".
+# against 0.5860 at convergence (36 evaluations).  docs/benchmarks/large-n.md, "Subset, then refine".
 _REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
 
 # Racing the restarts (``n_finalists``, opt-in): every start first runs at most this many L-BFGS-B
@@ -62,7 +63,7 @@ _REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
 # test above.  Measured on ModLap fits with the BO priors (NAS-like, Func2C, Func3C, Ackley5C; N = 30, 100,
 # 200; 2 seeds: 24 fits of 11 starts) the raced optimum equalled the best of all starts run to convergence
 # (< 0.001 nats) in 23 cases and was 1.05 nats lower in one, for 40-55 % fewer likelihood evaluations
-# (BENCHMARKS.md, "Racing the restarts").  It is not the default: in a 200-evaluation BO run on Func3C
+# (docs/benchmarks/suggestion.md, "Racing the GP restarts").  It is not the default: in a 200-evaluation BO run on Func3C
 # (seed 4) the raced fits left the search stuck at 0.0 where full fits reach the optimum −0.7221.
 _SCREEN_MAXITER = 10
 

@@ -103,7 +103,7 @@ def default_hyperparameter_prior(kernel, overrides=None):
 # barely separates its states) rather than the prior's β = 1, where the product of the FM factors
 # over ten discrete variables is nearly δ(x, x') — a white-noise kernel on a flat plateau of the
 # likelihood.  On the 1,000-point mixed regression set, 8 of 10 such starts reached the best optimum
-# (seeds 0 and 1), against 0–2 of 10 uniform or prior draws (BENCHMARKS.md, "Restarts").
+# (seeds 0 and 1), against 0–2 of 10 uniform or prior draws (docs/benchmarks/large-n.md, "Restarts").
 _RESTART_OVERRIDES = {"beta": (math.log(20.0), 1.0)}
 
 

@@ -49,7 +49,7 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
 
     ``normalize`` (default True) uses the normalised set kernel K/√(K(X,X) K(X',X')): with the
     plain K_set of SPEC §4, sets whose points coincide have up to m times the prior variance
-    and expected improvement chases them (BENCHMARKS.md, "BO over sets": on SetCoverage, 5
+    and expected improvement chases them (docs/benchmarks/sets.md, "BO over sets": on SetCoverage, 5
     seeds, −0.99 ± 0.06 plain vs −1.89 ± 0.23 normalised; random search −1.17 ± 0.06).
     """
     others = [p for p in space.parameters if p not in space.set_params]

@@ -113,7 +113,7 @@ inline bool wide_vector_registers() {
 // Lanes of the vector kernels (GCC vector types): eight where 8 × T is a register (float, or AVX-512),
 // else 256 bits' worth.  GCC keeps a vector type wider than the widest register in memory and lowers every
 // operation on it piece by piece through the stack: with eight doubles on an AVX2-only CPU the Gram, K·V
-// and reduction kernels ran 3-16× slower than with four (BENCHMARKS.md, "Vector lanes without AVX-512").
+// and reduction kernels ran 3-16× slower than with four (docs/benchmarks/kernels.md, "Vector lanes without AVX-512").
 template <typename T>
 constexpr int kNarrowLanes = 32 / static_cast<int>(sizeof(T));
 constexpr int kWideLanes = 8;

@@ -3,7 +3,7 @@
 //
 // PCG stops at a relative residual of 1e-2 .. 1e-4, so its products need K to about 1e-5, not 1e-16.
 // Kernel values with a few float ulps of relative error move (K + σ²I)⁻¹y's residual by ~1e-5 of ‖y‖
-// (measured 4e-6 .. 4e-5 at N = 10,000 on the regression set, BENCHMARKS.md "Single-precision K·V"), and
+// (measured 4e-6 .. 4e-5 at N = 10,000 on the regression set, docs/benchmarks/large-n.md, "Single-precision K·V"), and
 // gp_large certifies every single-precision solve with a double-precision residual.  What it buys: eight
 // floats are one AVX2 register, and so is one table row of eight numerator coefficients, so a column state
 // selects its coefficient with one permute (vpermps) where four-lane doubles need two permutes and a

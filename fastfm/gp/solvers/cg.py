@@ -32,7 +32,8 @@ Nothing here stores an N×N matrix.  The pieces:
   approximation of Quiñonero-Candela & Rasmussen 2005, Eq. 20b); the
   predictive *mean* of the CG solver is exact up to the CG tolerance.
 
-Hyperparameters at large N (strategy; measured cost in BENCHMARKS.md):
+Hyperparameters at large N (strategy; measured cost in docs/benchmarks/large-n.md,
+"Hyperparameters at large N" and "Subset, then refine"):
 the regressor maximises the exact log marginal likelihood on a random
 subset of ``hyperparameter_subset`` points (default 2000, a Cholesky-sized
 problem), then solves the full-N system by PCG at those hyperparameters.
@@ -62,20 +63,21 @@ __all__ = ["CGSolver", "CGPosterior", "DEFAULT_CG_OPTIONS", "check_cg_options", 
 #   max_iter: PCG iterations before giving up (a NumericalError names the residual reached).
 #   rank: pivoted-Cholesky preconditioner rank, or None for ``default_rank`` (N/10 between 300 and
 #        4,000).  PCG iterations to 1e-2 at N = 20,000 (fitted θ): 110 at rank 300, 48 at 2,000, 31 at
-#        4,000; its setup costs O(rank² N) flops (BENCHMARKS.md, "Preconditioner rank").
+#        4,000; its setup costs O(rank² N) flops (docs/benchmarks/large-n.md, "Preconditioner rank").
 #   n_probes: Rademacher probes of the stochastic trace estimator.
 #   block_size: points per diagonal block of the PITC correction (1: the FITC diagonal), or None for
 #        ``default_block_size`` (4,000, fewer where N·block_size would pass 2·10⁸ entries).  Blocks
 #        of 1,000 took 35-50 % fewer PCG iterations than the diagonal at N = 5k-20k; blocks of 4,000
 #        fewer again at the fitted θ of the regression set: N = 20,000, 45 -> 32 iterations, fit
-#        42.3 -> 35.6 s; N = 50,000, 88 -> 61 iterations, fit 392 -> 323 s (BENCHMARKS.md).
+#        42.3 -> 35.6 s; N = 50,000, 88 -> 61 iterations, fit 392 -> 323 s
+#        (docs/benchmarks/large-n.md, "PCG iterations" and "Rational factor form").
 #   precision: the kernel values inside PCG's products K·V.  "double"; "mixed": single-precision kernel
 #        values, everything else (the products' sums, the preconditioner, the recurrences) in double, and the
 #        solve certified by a double-precision residual, from which double-precision iterations continue if it
 #        misses tol; "auto": "mixed" where tol ≥ 1e-4 and the CPU backend has single-precision products for
 #        the kernel (FM kernels with rational factor forms), else "double".  A kernel value's few float ulps
 #        move the residual by ~1e-5 of ‖b‖, far below 1e-2; the products are 3.8-4.0× faster on AVX2
-#        (BENCHMARKS.md, "Single-precision K·V inside PCG").  A single-precision solve that breaks down
+#        (docs/benchmarks/large-n.md, "Single-precision K·V inside PCG").  A single-precision solve that breaks down
 #        (pᵀAp ≤ 0) is redone in double; one that stalls is continued in double with max_iter of its own.
 #        A model fitted with single-precision products also predicts its mean K(X*, X)α with them.
 DEFAULT_CG_OPTIONS = {"tol": 1e-2, "max_iter": 1000, "rank": None, "n_probes": 16, "block_size": None,
@@ -313,7 +315,7 @@ class CGPosterior:
 
         Where PCG ran with single-precision kernel values (``cg_options["precision"]``), so does this product:
         α is exact only to PCG's tol (≥ 1e-4 under "auto"), and the single-precision values move the mean by
-        about 1e-5 of y's scale (BENCHMARKS.md, "Single-precision K·V inside PCG"), for a product 3.8× faster."""
+        about 1e-5 of y's scale (docs/benchmarks/large-n.md, "Single-precision K·V inside PCG"), for a product 3.8× faster."""
         model = self.model
         if model.cg_info_.n_single_precision_iter:
             product = matvec._single_precision_product(model.kernel_, X, Y=model.X_train_)

@@ -27,7 +27,7 @@ def default_rank(n):
 
     A larger rank takes fewer PCG iterations (each a full N² kernel product) and costs O(rank² N)
     flops once; N/10 keeps that setup at a few products' worth up to the cap (measured in
-    BENCHMARKS.md: at N = 20,000 ranks 2,000 and 4,000 cost the same in total, at N = 50,000 the
+    docs/benchmarks/large-n.md, "Preconditioner rank": at N = 20,000 ranks 2,000 and 4,000 cost the same in total, at N = 50,000 the
     iterations dominate).
     """
     low, high = _DEFAULT_RANK_BOUNDS
@@ -41,7 +41,7 @@ _PIVOTED_CHOLESKY_TOL = 1e-10
 # so batches are large from the start: fitted θ of the regression set, N = 50,000, rank 4,000 (same
 # pivots throughout): 53.9 s with full rows for every candidate and batches from 16, 40.4 s from 128,
 # 29.3-33.3 s with the rejected candidates' rows kept and updated; with full rows for the pivots only,
-# 23.0 s for batches of 128-512 and 19.3 s for batches of 512 (BENCHMARKS.md, "Fused rational blocks").
+# 23.0 s for batches of 128-512 and 19.3 s for batches of 512 (docs/benchmarks/large-n.md, "Fused rational blocks").
 _PIVOT_BATCH_MIN, _PIVOT_BATCH_MAX = 512, 512
 # Residual variances at or below this fraction of the largest diagonal entry count as zero.
 _PIVOT_RELATIVE_FLOOR = 1e-13
