@@ -16,8 +16,8 @@ from ._backends import available_backends, backend_status
 from ._config import config_context, get_config, set_config
 from ._version import __version__
 from .exceptions import (FastFMError, FitError, InactiveParameterError, InvalidConfigError, InvalidValueError,
-                         MissingParameterError, NotPositiveDefiniteError, NumericalError, OutOfBoundsError,
-                         SpaceDefinitionError, UnknownParameterError)
+                         MissingParameterError, NotPositiveDefiniteError, NumericalError, ObjectiveNotPicklableError,
+                         OutOfBoundsError, SpaceDefinitionError, StorageError, TrialStateError, UnknownParameterError)
 from .space import Categorical, Graph, Integer, Ordinal, Real, Set, Space
 
 __all__ = [
@@ -26,7 +26,7 @@ __all__ = [
     "set_config", "get_config", "config_context", "show_config", "available_backends",
     "FastFMError", "SpaceDefinitionError", "InvalidConfigError", "UnknownParameterError",
     "MissingParameterError", "InactiveParameterError", "OutOfBoundsError", "InvalidValueError", "FitError", "NotPositiveDefiniteError",
-    "NumericalError",
+    "NumericalError", "TrialStateError", "StorageError", "ObjectiveNotPicklableError",
 ]
 
 if "cpp" not in available_backends():

@@ -17,6 +17,9 @@ __all__ = [
     "NumericalError",
     "NotPositiveDefiniteError",
     "FitError",
+    "TrialStateError",
+    "StorageError",
+    "ObjectiveNotPicklableError",
 ]
 
 
@@ -79,3 +82,19 @@ class NotPositiveDefiniteError(NumericalError, __import__("numpy").linalg.LinAlg
 
 class FitError(FastFMError, RuntimeError):
     """Fitting a model failed for every restart; the data are left untouched."""
+
+
+class TrialStateError(FastFMError, ValueError):
+    """A trial was told or abandoned when its state does not allow it (told twice, unknown id, ...)."""
+
+    def __init__(self, message, trial_id=None):
+        super().__init__(message)
+        self.trial_id = trial_id
+
+
+class StorageError(FastFMError, OSError):
+    """A journal file cannot be read or written, is not a fastfm journal, or does not match the run."""
+
+
+class ObjectiveNotPicklableError(FastFMError, TypeError):
+    """The objective must be sent to another process (a process pool, a cluster) but cannot be pickled."""

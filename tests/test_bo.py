@@ -48,10 +48,13 @@ def test_failed_evaluations_are_recorded_and_the_run_goes_on():
     assert math.isfinite(res.fun)
 
 
-def test_all_evaluations_failing_never_crashes():
+def test_all_evaluations_failing_stops_with_a_result_that_says_why():
     space = ff.Space([ff.Real("x", 0, 1), ff.Categorical("c", ["a", "b"])])
     res = ff.minimize(lambda c: float("inf"), space, n_iter=6, n_init=3, seed=0, progress=False)
-    assert res.n_failed == 6 and res.x is None and math.isnan(res.fun)
+    # the initial design all failed: the run stops there instead of spending the budget, and says so
+    assert res.status == "all_failed" and "every evaluation failed (3 of 3)" in res.message
+    assert res.n_evals == res.n_failed == 3 and res.x is None and math.isnan(res.fun)
+    assert all(t.error == "the objective returned inf" for t in res.trials)
 
 
 def test_tell_rejects_bad_configs_and_changes_nothing():

@@ -36,7 +36,7 @@ def test_ask_tell_on_a_set_space_gives_new_canonical_points_in_the_box():
     encoded = np.array(encoded)
     assert len({tuple(np.round(x, 12)) for x in encoded}) == len(encoded)
     # every pending suggestion was matched by its tell (canonical encodings agree)
-    assert optimizer._pending == []
+    assert optimizer.pending == []
 
 
 def test_minimize_on_a_mixed_space_with_a_set_improves_on_its_initial_design():

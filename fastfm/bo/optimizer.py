@@ -1,0 +1,586 @@
+"""The ask/tell ``Optimizer``: trials with ids, pending asks conditioned on by fantasies, an optional journal.
+
+The BO loop of SPEC §5 (an exact GP on an FM kernel, hyperparameters by marginal likelihood with 10
+restarts, expected improvement in log form, the mixed acquisition optimiser) made asynchronous:
+
+* every ask is a pending trial with an id until it is told or abandoned; the next ask conditions the GP on
+  the pending points with fantasy values (``gp.fantasy``: the Kriging believer by default, a block update
+  of the Cholesky factor, not a refit), so ``ask(n=4)`` and four workers asking while the others evaluate
+  get distinct, spread-out points;
+* the GP is refitted only when a new value has been told: asks between two tells share one fit;
+* failed evaluations are modelled as the worst value seen (``failures="impute"``) so that suggestions
+  move away from where the objective fails;
+* with ``storage`` every ask, tell and abandon is a fsynced record of a journal (``journal.Journal``), from
+  which ``Optimizer.load`` restores the optimiser exactly; processes sharing a journal see each other's
+  trials and pending asks.
+"""
+import contextlib
+import math
+import numbers
+import os
+import time
+import warnings
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from .._version import __version__
+from ..acquisition import acquisition_function
+from ..exceptions import FastFMError, InvalidConfigError, InvalidValueError, StorageError, TrialStateError
+from ..gp import fantasy
+from ..gp.priors import default_hyperparameter_prior
+from ..kernels import Kernel, make_kernel
+from ..optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
+from .journal import JOURNAL_FORMAT, JOURNAL_VERSION, Journal, decode_object, encode_object, worker_identity
+from .trials import PendingTrial, Suggestion, Trial
+
+__all__ = ["Optimizer", "ModelFitWarning"]
+
+_FM_KERNEL_NAMES = ("modlap", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
+_FAILURE_MODES = ("impute", "ignore")
+
+
+class ModelFitWarning(RuntimeWarning):
+    """The surrogate could not be fitted; a random point was suggested instead."""
+
+
+def _jsonable_setting(value):
+    """A setting as JSON, or as a pickled object where JSON has no form for it (a kernel object, a callable)."""
+    import json
+    try:
+        json.dumps(value, allow_nan=False)
+        return value
+    except (TypeError, ValueError):
+        return {"__pickle__": encode_object(value)}
+
+
+def _setting_from_json(value):
+    if isinstance(value, dict) and set(value) == {"__pickle__"}:
+        return decode_object(value["__pickle__"])
+    return value
+
+
+class _TrialRecords:
+    """The optimiser's trials and pending asks, changed only by applying records (ask, tell, abandon) — through
+    the journal when there is one, so that a live run, a loaded one and processes sharing a journal all build
+    the same state the same way."""
+
+    @property
+    def trials(self):
+        """Every told evaluation, in order (a copy)."""
+        return list(self._trials)
+
+    @property
+    def pending(self):
+        """The asks not yet told or abandoned, as ``Suggestion`` dicts (each with its ``trial_id``)."""
+        return [Suggestion(p.config, p.trial_id) for p in self._pending.values()]
+
+    @property
+    def n_told(self):
+        return len(self._trials)
+
+    @property
+    def storage(self):
+        """The journal's path, or None."""
+        return None if self._journal is None else self._journal.path
+
+    def best(self):
+        """(config, value) of the best successful evaluation, or (None, nan)."""
+        ok = [t for t in self._trials if not t.failed]
+        if not ok:
+            return None, float("nan")
+        best = min(ok, key=lambda t: t.value)
+        return best.config, best.value
+
+    def _resolve(self, x):
+        """(trial id, encoded point) of what ``tell`` was given; typed errors for bad or repeated tells."""
+        if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+            trial_id = int(x)
+            if trial_id in self._pending:
+                return trial_id, self._pending[trial_id].x
+            if trial_id in self._told:
+                raise TrialStateError(f"trial {trial_id} was already told (value {self._told[trial_id].value!r}); "
+                                      "each trial is told once", trial_id)
+            raise TrialStateError(f"unknown trial id {trial_id}: it was never asked (or was abandoned)", trial_id)
+        if not isinstance(x, dict):
+            raise InvalidConfigError(f"x must be a config dict or a trial id, got x={x!r}", "x", x)
+        encoded = self.space.encode(x)            # typed errors; nothing recorded yet
+        trial_id = getattr(x, "trial_id", None)
+        if trial_id is not None and trial_id in self._told:
+            raise TrialStateError(f"trial {trial_id} was already told (value {self._told[trial_id].value!r}); "
+                                  "each trial is told once", trial_id)
+        if trial_id is not None and trial_id in self._pending:
+            if not np.allclose(self._pending[trial_id].x, encoded, rtol=0, atol=1e-12):
+                raise TrialStateError(f"the config told as trial {trial_id} is not the one asked: {dict(x)!r}",
+                                      trial_id)
+            return trial_id, encoded
+        pending_id = self._pending_id_of(encoded)
+        if pending_id is not None:
+            return pending_id, encoded
+        same = np.flatnonzero(np.all(np.abs(self._X - encoded) <= 1e-12, axis=1))
+        if same.size:
+            t = self._trials[int(same[0])]
+            raise TrialStateError(f"this config was already told as trial {t.trial_id} "
+                                  f"(value {t.value!r}): {dict(x)!r}", t.trial_id)
+        return self._next_id, encoded
+
+    def _pending_id_of(self, encoded):
+        for trial_id, p in self._pending.items():
+            if np.allclose(p.x, encoded, rtol=0, atol=1e-12):
+                return trial_id
+        return None
+
+    def _locked(self):
+        return self._journal.locked() if self._journal is not None else contextlib.nullcontext()
+
+    def _commit(self, record):
+        """Apply one record, through the journal when there is one (written, fsynced, then read back with
+        whatever other processes appended before it)."""
+        if self._journal is None:
+            self._apply(record)
+        else:
+            self._journal.append(record)
+            self._sync()
+
+    def _sync(self):
+        if self._journal is not None:
+            for record in self._journal.read_new():
+                self._apply(record)
+
+    def _apply(self, record, replay=False):
+        kind = record["type"]
+        if kind == "header":
+            return
+        trial_id = int(record["id"])
+        if kind == "ask":
+            x = np.asarray(record["x"], dtype=np.float64)
+            self._pending[trial_id] = PendingTrial(trial_id, self.space.decode(x), x, record["suggest_time"],
+                                                   record.get("worker"))
+            self._next_id = max(self._next_id, trial_id + 1)
+            if replay:
+                self._rng.bit_generator.state = record["rng"]
+                self._restore_fit(record.get("fit"))
+        elif kind == "tell":
+            if trial_id in self._told:           # a repeated record (two writers racing): keep the first
+                return
+            pending = self._pending.pop(trial_id, None)
+            x = pending.x if pending is not None else np.asarray(record["x"], dtype=np.float64)
+            config = pending.config if pending is not None else self.space.decode(x)
+            failed = bool(record["failed"])
+            trial = Trial(config, float("nan") if failed else float(record["value"]), failed,
+                          _nan_if_none(record.get("eval_time")),
+                          pending.suggest_time if pending is not None else float("nan"), record.get("error"), trial_id)
+            self._trials.append(trial)
+            self._told[trial_id] = trial
+            self._X = np.vstack([self._X, x[None, :]])
+            self._next_id = max(self._next_id, trial_id + 1)
+        elif kind == "abandon":
+            self._pending.pop(trial_id, None)
+        else:
+            raise StorageError(f"unknown journal record type {kind!r}")
+
+    def _header(self):
+        return {"type": "header", "format": JOURNAL_FORMAT, "version": JOURNAL_VERSION, "fastfm": __version__,
+                "space": encode_object(self.space), "space_repr": repr(self.space),
+                "settings": {k: _jsonable_setting(v) for k, v in self._settings.items()}, "time": time.time()}
+
+
+class Optimizer(_TrialRecords):
+    """Ask/tell Bayesian optimiser on a mixed ``Space`` (minimisation).
+
+    Parameters
+    ----------
+    space : Space
+    kernel : str or Kernel, default "modlap"
+        A kernel name ("modlap", "moddif", "prodlap", "hierarchical", ... see
+        ``kernels.make_kernel``), a kernel object, or "random" for random search.  On
+        a space without discrete variables the FM names fall back to Matern52 (FM
+        needs a graph).  On a conditional space (SPEC §3) "hierarchical" is the
+        kernel made for it; the FM kernels work there too.
+    n_init : int, default 10
+        Random initial points (asked, pending ones included) before the model is used.
+    seed : int or None
+        The same seed gives the same run.
+    acquisition : {"logei", "ei", "ucb"}
+    n_restarts : int, default 10
+        Random restarts of the marginal-likelihood maximisation.
+    log_transform_y : {"shift", False, True}, default "shift"
+        Model log-transformed values: "shift" is log(1 + (y − min y)/std y), for
+        objectives of any sign (it tames heavy upper tails, which otherwise squash
+        the differences that matter near the minimum; see DEFAULT_LOG_PRIORS for
+        the measured effect); True is log(y) (y > 0); False models y as is.
+    hyperparameter_prior : "default", None or callable
+        "default": weak Gaussian priors on the log hyperparameters
+        (``default_hyperparameter_prior``); None: plain marginal likelihood; a
+        callable ``kernel -> prior`` (see ``GaussianLogPrior``).
+    gp_options : dict, optional
+        Passed to ``GaussianProcessRegressor`` (noise_bounds, ...); overrides the above.
+    acq_options : dict, optional
+        Passed to ``MixedAcquisitionOptimizer`` (n_random, n_spray, n_starts, ...).
+    backend : {"auto", "numpy", "cpp", "cuda"}
+        Kernel backend when ``kernel`` is a name.
+    pending : {"believer", "liar_min"}, default "believer"
+        Fantasy values of pending asks: the GP's mean there (Kriging believer) or the best value seen
+        (constant liar); see ``fastfm.gp.fantasy`` and docs/benchmarks/parallel.md for the comparison.
+    failures : {"impute", "ignore"}, default "impute"
+        "impute": failed evaluations enter the model with the worst successful value, so that the
+        search moves away from regions where the objective fails; "ignore": they are only excluded.
+    storage : str or os.PathLike, optional
+        A journal file (JSON lines) that records every ask, tell and abandon as it happens, fsynced;
+        it must not exist yet (``Optimizer.load`` continues an existing one).
+
+    Examples
+    --------
+    >>> opt = Optimizer(space, kernel="modlap", n_init=10, seed=0)   # doctest: +SKIP
+    >>> x = opt.ask(); opt.tell(x, f(x))                              # doctest: +SKIP
+    >>> xs = opt.ask(n=4)                                             # doctest: +SKIP
+    """
+
+    def __init__(self, space, kernel="modlap", n_init=10, seed=None, acquisition="logei", n_restarts=10,
+                 log_transform_y="shift", acq_options=None, backend="auto", gp_options=None,
+                 hyperparameter_prior="default", pending="believer", failures="impute", storage=None):
+        if not isinstance(n_init, numbers.Integral) or n_init < 1:
+            raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
+        acquisition_function(acquisition, 0.0)  # validate the name now
+        if log_transform_y not in (False, True, "shift"):
+            raise ValueError(f"log_transform_y must be False, True or 'shift', got log_transform_y={log_transform_y!r}")
+        if pending not in fantasy.FANTASY_STRATEGIES:
+            raise ValueError(f"pending must be one of {list(fantasy.FANTASY_STRATEGIES)}, got pending={pending!r}")
+        if failures not in _FAILURE_MODES:
+            raise ValueError(f"failures must be one of {list(_FAILURE_MODES)}, got failures={failures!r}")
+        self._settings = {
+            "kernel": kernel, "n_init": int(n_init), "seed": seed, "acquisition": acquisition,
+            "n_restarts": int(n_restarts), "log_transform_y": log_transform_y, "acq_options": acq_options,
+            "backend": backend, "gp_options": gp_options, "hyperparameter_prior": hyperparameter_prior,
+            "pending": pending, "failures": failures}
+        self.space = space
+        self.n_init = int(n_init)
+        self.seed = seed
+        self.acquisition = acquisition
+        self.n_restarts = int(n_restarts)
+        self.log_transform_y = log_transform_y
+        self.backend = backend
+        self.gp_options = dict(gp_options or {})
+        self.pending_strategy = pending
+        self.failures = failures
+        if hyperparameter_prior == "default":
+            hyperparameter_prior = default_hyperparameter_prior
+        if hyperparameter_prior is not None and not callable(hyperparameter_prior):
+            raise ValueError("hyperparameter_prior must be 'default', None or a callable kernel -> prior, "
+                             f"got hyperparameter_prior={hyperparameter_prior!r}")
+        self.hyperparameter_prior = hyperparameter_prior
+        self._rng = np.random.default_rng(seed)
+        self._random_search = isinstance(kernel, str) and kernel.lower() == "random"
+        self._kernel = None if self._random_search else self._build_kernel(kernel)
+        self._acq_optimizer = MixedAcquisitionOptimizer(space, **(acq_options or {}))
+        self._trials = []
+        self._told = {}                            # trial id -> Trial
+        self._X = np.zeros((0, space.n_dims))      # encoded, every told point (failed too)
+        self._pending = {}                         # trial id -> PendingTrial, asked, not told or abandoned
+        self._next_id = 0
+        self._gp = None                            # the last fit, and what it was fitted from (_fit_record)
+        self._fit_record = None
+        self.last_suggestion_info = {}
+        self._journal = None
+        if storage is not None:
+            journal = Journal(storage)
+            with journal.locked():
+                if journal.exists():
+                    raise StorageError(f"storage={os.fspath(storage)!r} already holds a journal; continue it with "
+                                       "Optimizer.load(path) (or minimize(..., storage=path)), or choose a new file")
+                journal.append(self._header())
+                journal.read_new()
+            self._journal = journal
+
+    def _build_kernel(self, kernel):
+        if isinstance(kernel, Kernel):
+            return kernel
+        if not isinstance(kernel, str):
+            raise ValueError(f"kernel must be a name or a Kernel object, got kernel={kernel!r}")
+        name = kernel.lower()
+        # a space with Set parameters: make_kernel multiplies the named kernel on the other
+        # parameters (Matern52 when they have no discrete one) by a SetKernel per set
+        if self.space.n_discrete == 0 and name in _FM_KERNEL_NAMES and not self.space.set_params:
+            warnings.warn(f"kernel {kernel!r} needs discrete variables; using Matern52 on this continuous space",
+                          RuntimeWarning, stacklevel=3)
+            name = "matern52"
+        return make_kernel(name, self.space, backend=self.backend)
+
+    # ---------------------------------------------------------------- ask/tell
+    def ask(self, n=None):
+        """Suggest configs to evaluate; each is remembered as a pending trial until told or abandoned.
+
+        Parameters
+        ----------
+        n : int or None
+            None: one config (a dict).  An int: a list of ``n`` distinct configs chosen jointly (each
+            conditioned on the ones before it and on every other pending ask); fewer when a finite space has
+            fewer points left that are neither evaluated nor pending.
+
+        Returns
+        -------
+        Suggestion (a dict with a ``trial_id`` attribute), or a list of them.
+
+        Raises
+        ------
+        SearchSpaceExhaustedError
+            Every point of a finite space is evaluated or pending.
+        """
+        if n is None:
+            return self._ask(1, partial=False)[0]
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
+            raise InvalidValueError(f"n must be a positive integer or None, got n={n!r}", "n", n)
+        return self._ask(int(n), partial=True)
+
+    def _ask(self, n, partial):
+        # The suggestion works on small matrices (n_obs × n_obs, batches of candidates): one
+        # BLAS thread is far faster there than several spinning ones (see pyproject.toml).
+        out = []
+        with threadpool_limits(limits=1, user_api="blas"), self._locked():
+            self._sync()
+            for _ in range(n):
+                start = time.perf_counter()
+                try:
+                    x = self._suggest()
+                except SearchSpaceExhaustedError:
+                    if partial and out:
+                        break
+                    raise
+                trial_id = self._next_id
+                config = self.space.decode(x)
+                x = self.space.encode(config)     # the point of the config evaluated (decode rounds, log-scales)
+                self._commit({"type": "ask", "id": trial_id, "x": x.tolist(), "config": _jsonable_config(config),
+                              "suggest_time": time.perf_counter() - start,
+                              "source": self.last_suggestion_info.get("source"), "worker": worker_identity(),
+                              "time": time.time(), "rng": self._rng.bit_generator.state, "fit": self._fit_record})
+                out.append(Suggestion(self._pending[trial_id].config, trial_id))
+        return out
+
+    def tell(self, x, y, *, error=None, eval_time=float("nan")):
+        """Record the value ``y`` of a trial.
+
+        Parameters
+        ----------
+        x : dict or int
+            What ``ask`` returned (its trial id is read), a trial id, or any config of the space (matched to
+            a pending ask with the same point, else recorded as a new trial).
+        y : float or None
+            NaN, ±inf or None marks a failed evaluation: it is kept in the history and never suggested
+            again, and (``failures="impute"``) modelled as the worst value seen.
+        error : str, optional
+            Why the evaluation failed (kept in the trial and the journal).
+        eval_time : float, optional
+            Seconds the evaluation took.
+
+        Raises
+        ------
+        TrialStateError
+            The trial was already told (or the config already evaluated), or the id is unknown.
+        InvalidConfigError
+            A config outside the space (unknown/missing parameter, bad value or type); nothing is recorded.
+        """
+        failed = y is None
+        if not failed:
+            if isinstance(y, (bool, np.bool_)) or not isinstance(y, (numbers.Real, np.floating, np.integer)):
+                raise InvalidValueError(f"y must be a real number (or NaN/None for a failed evaluation), got y={y!r}",
+                                        "y", y)
+            y = float(y)
+            failed = not math.isfinite(y)
+        with self._locked():
+            self._sync()
+            trial_id, x_encoded = self._resolve(x)
+            record = {"type": "tell", "id": trial_id, "value": None if failed else y, "failed": bool(failed),
+                      "error": error, "eval_time": _finite_or_none(eval_time), "time": time.time()}
+            if trial_id not in self._pending:
+                record["x"] = x_encoded.tolist()
+            self._commit(record)
+        return self._told[trial_id]
+
+    def abandon(self, x, reason=None):
+        """Release a pending ask without a value (its worker crashed or was stopped).
+
+        The point may be suggested again; telling the trial later still records it.
+
+        Raises
+        ------
+        TrialStateError
+            No pending ask has this id or config.
+        """
+        with self._locked():
+            self._sync()
+            trial_id = x if isinstance(x, numbers.Integral) else getattr(x, "trial_id", None)
+            if trial_id is None and isinstance(x, dict):
+                trial_id = self._pending_id_of(self.space.encode(x))
+            if trial_id not in self._pending:
+                state = "told" if trial_id in self._told else "unknown"
+                raise TrialStateError(f"cannot abandon trial {trial_id!r}: it is not pending ({state})", trial_id)
+            self._commit({"type": "abandon", "id": int(trial_id), "reason": reason, "time": time.time()})
+
+    # ----------------------------------------------------------- the journal
+
+    @classmethod
+    def load(cls, path):
+        """The optimiser recorded in the journal ``path``, as it was: its settings, every trial, the pending
+        asks, the RNG's state and the model's warm start, so that its next suggestion is the one the
+        uninterrupted run would have made.  It keeps appending to the same journal.
+
+        Raises
+        ------
+        StorageError
+            The file is missing, empty or not a fastfm journal.
+        """
+        journal = Journal(path)
+        if not journal.exists():
+            raise StorageError(f"storage={os.fspath(path)!r}: no journal there (missing or empty file)")
+        with journal.locked():
+            records = journal.read_all()
+        if not records or records[0].get("type") != "header" or records[0].get("format") != JOURNAL_FORMAT:
+            raise StorageError(f"storage={os.fspath(path)!r} is not a fastfm journal (no header line)")
+        header = records[0]
+        if header.get("version", 0) > JOURNAL_VERSION:
+            raise StorageError(f"storage={os.fspath(path)!r} was written by a newer journal format "
+                               f"(version {header['version']}; this fastfm reads {JOURNAL_VERSION})")
+        space = decode_object(header["space"])
+        settings = {k: _setting_from_json(v) for k, v in header["settings"].items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)      # the kernel fallback warned when the run began
+            optimizer = cls(space, **settings)
+        optimizer._journal = journal
+        for record in records[1:]:
+            optimizer._apply(record, replay=True)
+        return optimizer
+
+    # ------------------------------------------------------------- suggestion
+    def _excluded(self):
+        pending = np.array([p.x for p in self._pending.values()]).reshape(-1, self.space.n_dims)
+        return np.vstack([self._X, pending])
+
+    def _suggest(self):
+        successes = sum(not t.failed for t in self._trials)
+        if self._random_search or self.n_told + len(self._pending) < self.n_init or successes < 2:
+            self.last_suggestion_info = {"source": "random"}
+            return self._random_point()
+        return self._model_point()
+
+    def _random_point(self):
+        excluded = self._excluded()
+        for _ in range(1000):
+            x = self.space.sample_encoded(1, seed=self._rng)[0]
+            if not self._acq_optimizer._is_duplicate(x, excluded):
+                return x
+        raise SearchSpaceExhaustedError("could not draw a random point that is not already evaluated or pending")
+
+    def _training_data(self):
+        """(X, y) the model is fitted on: the successes, and the failures at the worst value seen when imputed."""
+        failed = np.array([t.failed for t in self._trials])
+        y = np.array([t.value for t in self._trials])
+        if self.failures == "impute" and failed.any():
+            y = np.where(failed, np.max(y[~failed]), y)
+            return self._X, y
+        return self._X[~failed], y[~failed]
+
+    def _fit_model(self):
+        """The GP on the told data: the cached fit when nothing was told since, else a new fit warm-started at
+        the last one's hyperparameters (None, with a ModelFitWarning, when the fit fails)."""
+        if self._gp is not None and self._fit_record["n_told"] == self.n_told:
+            return self._gp
+        warm = None if self._fit_record is None else [self._fit_record["params"], self._fit_record["noise"]]
+        record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm}
+        try:
+            gp = self._fit(record, self._gp.kernel_ if self._gp is not None else None)
+        except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.warn(f"fastfm: GP fit failed ({type(exc).__name__}: {exc}); suggesting a random point",
+                          ModelFitWarning, stacklevel=5)
+            self.last_suggestion_info = {"source": "random (fit failed)", "error": str(exc)}
+            return None
+        record.update(params=_kernel_values(gp.kernel_), noise=float(gp.noise_))
+        self._gp, self._fit_record = gp, record
+        return gp
+
+    def _fit(self, record, warm_kernel=None):
+        from ..gp import GaussianProcessRegressor
+
+        X, y = self._training_data()
+        # warm start: the previous fit's hyperparameters are the first restart (its kernel object when this
+        # process made it, else the same values restored from the journal, bit for bit)
+        kernel = warm_kernel
+        if kernel is None:
+            kernel = self._kernel if record["warm"] is None else _with_kernel_values(self._kernel, record["warm"][0])
+        options = {"n_restarts": self.n_restarts, "log_transform_y": self.log_transform_y}
+        if self.hyperparameter_prior is not None:
+            options["theta_prior"] = self.hyperparameter_prior(kernel)
+        if record["warm"] is not None:
+            options["noise"] = record["warm"][1]
+        options.update(self.gp_options)
+        gp = GaussianProcessRegressor(kernel, random_state=record["seed"], **options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # jitter notices: expected at times in BO
+            gp.fit(X, y)
+        return gp
+
+    def _restore_fit(self, record):
+        """On load: the fit the recorded run held after this ask (refitted only if the next ask would reuse it)."""
+        if record is None or record == self._fit_record:
+            return
+        self._fit_record = record
+        self._gp = None
+
+    def _model_point(self):
+        if self._gp is None and self._fit_record is not None and self._fit_record["n_told"] == self.n_told:
+            # loaded from a journal: rebuild the fit the run held (deterministic from its record)
+            self._gp = self._fit(self._fit_record)
+        gp = self._fit_model()
+        if gp is None:
+            return self._random_point()
+        ok = np.array([not t.failed for t in self._trials])
+        values = np.array([t.value for t in self._trials])
+        incumbent = self._X[ok][int(np.argmin(values[ok]))]
+        pending = np.array([p.x for p in self._pending.values()]).reshape(-1, self.space.n_dims)
+        model = fantasy.condition_on(gp, pending, self.pending_strategy)
+        acquisition = acquisition_function(self.acquisition, gp.best_y_standardized_)
+        result = self._acq_optimizer.optimize(model, acquisition, incumbent, self._excluded(), self._rng)
+        self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
+                                     "n_pending": len(pending)}
+        return result.x
+
+
+def _kernel_values(kernel):
+    """The kernel's hyperparameter values by name, exactly (not their logs: exp(log v) is not always v)."""
+    return {name: np.asarray(value, dtype=float).tolist() for name, value in kernel.get_params().items()}
+
+
+def _with_kernel_values(kernel, values):
+    """A copy of ``kernel`` holding ``values`` (``_kernel_values`` of a kernel of the same structure)."""
+    import copy
+    clone = copy.deepcopy(kernel)
+    for name, value in values.items():
+        owner, path = clone, name.split("__")
+        for part in path[:-1]:
+            owner = getattr(owner, part)
+        setattr(owner, path[-1], np.array(value, dtype=float) if isinstance(value, list) else float(value))
+    return clone
+
+
+def _jsonable_config(config):
+    """The config as JSON values (numpy scalars to Python, tuples and sets to lists): the journal's readable copy
+    (the encoded point next to it is what is read back)."""
+    def convert(v):
+        if isinstance(v, np.generic):
+            return v.item()
+        if isinstance(v, (tuple, list, set, frozenset)):
+            items = [convert(u) for u in v]
+            return sorted(items, key=repr) if isinstance(v, (set, frozenset)) else items
+        if isinstance(v, dict):
+            return {str(k): convert(u) for k, u in v.items()}
+        if isinstance(v, float) and not math.isfinite(v):
+            return repr(v)
+        return v
+    return {k: convert(v) for k, v in config.items()}
+
+
+def _finite_or_none(value):
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+def _nan_if_none(value):
+    return float("nan") if value is None else float(value)
