@@ -105,6 +105,10 @@ class Journal:
     def locked(self):
         """Hold the journal's exclusive lock (re-entrant within this process): read, decide, append atomically."""
         with self._thread_lock:
+            if self._lock_depth == 0 and self._lock_handle is not None:
+                # an interrupt came between taking the file lock and counting it: closing the handle releases it
+                self._lock_handle.close()
+                self._lock_handle = None
             if self._lock_depth == 0:
                 directory = os.path.dirname(os.path.abspath(self.path))
                 if not os.path.isdir(directory):

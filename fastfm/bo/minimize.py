@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._progress import progress_bar
-from ..exceptions import InvalidValueError, ObjectiveNotPicklableError, StorageError
+from ..exceptions import InvalidValueError, ObjectiveNotPicklableError, StorageError, TrialStateError
 from ..optim import SearchSpaceExhaustedError
 from .journal import Journal
 from .optimizer import Optimizer
@@ -218,8 +218,13 @@ def minimize(fun, space, n_iter=200, n_init=10, kernel="modlap", seed=0, progres
                                 "timeout", timeout)
     if not callable(fun):
         raise InvalidValueError(f"fun must be callable, got fun={fun!r}", "fun", fun)
-    optimizer, orphans = _open(space, storage, n_init=n_init, kernel=kernel, seed=seed, **options)
-    pool, owned = _make_executor(fun, n_workers, executor, timeout)
+    pool, owned = _make_executor(fun, n_workers, executor, timeout)    # before the journal: a bad fun writes nothing
+    try:
+        optimizer, orphans = _open(space, storage, n_init=n_init, kernel=kernel, seed=seed, **options)
+    except BaseException:
+        if owned:
+            pool.shutdown(wait=False)
+        raise
     label = kernel if isinstance(kernel, str) else type(kernel).__name__
     bar = progress_bar(n_iter, desc=f"fastfm[{label}]", enabled=progress)
     if optimizer.n_told:
@@ -279,8 +284,9 @@ class _Loop:
                         self._stop("exhausted")
                     elif self.optimizer.n_told >= self.n_iter:
                         self._stop("completed")
-                    elif not self.flights:
-                        self._stop("completed")
+                    else:   # the rest of n_iter is pending in other processes sharing the journal
+                        self._stop("completed", f"n_iter={self.n_iter} evaluations told or pending: "
+                                                f"{len(self.optimizer._pending)} still run in other processes")
                     break
                 done, _ = cf.wait(live, timeout=self._wait_seconds(), return_when=cf.FIRST_COMPLETED)
                 for future in done:            # every finished evaluation is told, even after a stop
@@ -306,13 +312,15 @@ class _Loop:
             free, budget = free - 1, budget - 1
         if self.exhausted or free <= 0 or budget <= 0:
             return
+        # told + pending (other processes' asks on a shared journal included) stop at n_iter
+        asks = optimizer._asks(min(free, budget), partial=True, total_limit=self.n_iter)
         try:
-            batch = optimizer.ask(n=min(free, budget))
+            if isinstance(self.executor, _InlineExecutor):
+                asks = list(asks)   # the evaluation runs inside submit: not while the ask holds the journal's lock
+            for config in asks:     # each point starts as soon as it is chosen, while the next one is
+                self._submit(config)
         except SearchSpaceExhaustedError:
             self.exhausted = True
-            return
-        for config in batch:
-            self._submit(config)
 
     def _submit(self, config):
         flight = _Flight(config, time.perf_counter())
@@ -327,8 +335,11 @@ class _Loop:
         return _POLL_SECONDS if self.timeout is not None else None
 
     def _record(self, future):
-        flight = self.flights.pop(future)
+        # the flight stays listed until it is told: a KeyboardInterrupt inside the tell leaves it to
+        # _abandon_in_flight, which tells it then (a flight popped first was lost, its ask left pending)
+        flight = self.flights[future]
         if flight.timed_out:           # already recorded as failed; its late result is ignored
+            self.flights.pop(future, None)
             return
         error, elapsed = None, time.perf_counter() - (flight.started or flight.submitted)
         try:
@@ -342,6 +353,7 @@ class _Loop:
         if error is None and not math.isfinite(value):
             error = f"the objective returned {value!r}"
         self._tell(flight.config, value, error, elapsed)
+        self.flights.pop(future, None)
 
     def _tell(self, config, value, error, elapsed):
         optimizer = self.optimizer
@@ -390,7 +402,10 @@ class _Loop:
         """Release the asks still running when the run stops early (a later run may ask them again)."""
         for future, flight in list(self.flights.items()):
             if not flight.timed_out and future.done() and not future.cancelled():
-                self._record(future)             # finished meanwhile: its result is kept
+                try:
+                    self._record(future)         # finished meanwhile: its result is kept
+                except TrialStateError:          # its tell was committed when the interrupt came
+                    self.flights.pop(future, None)
                 continue
             future.cancel()
             self.left_running += not future.done()

@@ -14,6 +14,7 @@ restarts, expected improvement in log form, the mixed acquisition optimiser) mad
   which ``Optimizer.load`` restores the optimiser exactly; processes sharing a journal see each other's
   trials and pending asks.
 """
+import collections
 import contextlib
 import math
 import numbers
@@ -143,9 +144,14 @@ class _TrialRecords:
             self._sync()
 
     def _sync(self):
-        if self._journal is not None:
-            for record in self._journal.read_new():
-                self._apply(record)
+        """Apply what was appended to the journal since the last sync (by this process or others).  Records read
+        wait in ``_unapplied`` until applied, so that an interrupt between the read and the apply loses none."""
+        if self._journal is None:
+            return
+        self._unapplied.extend(self._journal.read_new())
+        while self._unapplied:
+            self._apply(self._unapplied[0])
+            self._unapplied.popleft()
 
     def _apply(self, record, replay=False):
         kind = record["type"]
@@ -280,8 +286,10 @@ class Optimizer(_TrialRecords):
         self._next_id = 0
         self._gp = None                            # the last fit, and what it was fitted from (_fit_record)
         self._fit_record = None
+        self._batch_candidates = None
         self.last_suggestion_info = {}
         self._journal = None
+        self._unapplied = collections.deque()
         if storage is not None:
             journal = Journal(storage)
             with journal.locked():
@@ -332,19 +340,28 @@ class Optimizer(_TrialRecords):
             raise InvalidValueError(f"n must be a positive integer or None, got n={n!r}", "n", n)
         return self._ask(int(n), partial=True)
 
-    def _ask(self, n, partial):
+    def _ask(self, n, partial, total_limit=None):
+        return list(self._asks(n, partial, total_limit))
+
+    def _asks(self, n, partial, total_limit=None):
+        """Up to ``n`` asks, each yielded as soon as it is recorded (``minimize`` starts its evaluation while the
+        next point of the batch is chosen); with ``total_limit``, no more than make told + pending reach it
+        (decided under the journal's lock, so that processes sharing a journal stop at ``n_iter`` together).
+        The journal's lock is held until the generator finishes: consume it at once."""
         # The suggestion works on small matrices (n_obs × n_obs, batches of candidates): one
         # BLAS thread is far faster there than several spinning ones (see pyproject.toml).
-        out = []
+        self._batch_candidates = None     # the 2nd, 3rd, ... model point of this call start from the previous one's
         with threadpool_limits(limits=1, user_api="blas"), self._locked():
             self._sync()
-            for _ in range(n):
+            if total_limit is not None:
+                n = min(n, total_limit - self.n_told - len(self._pending))
+            for i in range(n):
                 start = time.perf_counter()
                 try:
                     x = self._suggest()
                 except SearchSpaceExhaustedError:
-                    if partial and out:
-                        break
+                    if partial and i:
+                        return
                     raise
                 trial_id = self._next_id
                 config = self.space.decode(x)
@@ -353,8 +370,7 @@ class Optimizer(_TrialRecords):
                               "suggest_time": time.perf_counter() - start,
                               "source": self.last_suggestion_info.get("source"), "worker": worker_identity(),
                               "time": time.time(), "rng": self._rng.bit_generator.state, "fit": self._fit_record})
-                out.append(Suggestion(self._pending[trial_id].config, trial_id))
-        return out
+                yield Suggestion(self._pending[trial_id].config, trial_id)
 
     def tell(self, x, y, *, error=None, eval_time=float("nan")):
         """Record the value ``y`` of a trial.
@@ -419,10 +435,18 @@ class Optimizer(_TrialRecords):
     # ----------------------------------------------------------- the journal
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path, seed="restore"):
         """The optimiser recorded in the journal ``path``, as it was: its settings, every trial, the pending
         asks, the RNG's state and the model's warm start, so that its next suggestion is the one the
         uninterrupted run would have made.  It keeps appending to the same journal.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        seed : "restore", int or None
+            "restore": the RNG as the run left it (to continue the run).  An int or None: a fresh RNG, for a
+            process that joins a journal other processes are using (each worker its own seed, so that they do
+            not draw the same random numbers).
 
         Raises
         ------
@@ -448,6 +472,8 @@ class Optimizer(_TrialRecords):
         optimizer._journal = journal
         for record in records[1:]:
             optimizer._apply(record, replay=True)
+        if not (isinstance(seed, str) and seed == "restore"):
+            optimizer._rng = np.random.default_rng(seed)
         return optimizer
 
     # ------------------------------------------------------------- suggestion
@@ -538,7 +564,12 @@ class Optimizer(_TrialRecords):
         pending = np.array([p.x for p in self._pending.values()]).reshape(-1, self.space.n_dims)
         model = fantasy.condition_on(gp, pending, self.pending_strategy)
         acquisition = acquisition_function(self.acquisition, gp.best_y_standardized_)
-        result = self._acq_optimizer.optimize(model, acquisition, incumbent, self._excluded(), self._rng)
+        if self._batch_candidates is None:
+            result = self._acq_optimizer.optimize(model, acquisition, incumbent, self._excluded(), self._rng)
+        else:
+            result = self._acq_optimizer.optimize_next(model, acquisition, self._batch_candidates, self._excluded(),
+                                                       self._rng)
+        self._batch_candidates = result.candidates
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
                                      "n_pending": len(pending)}
         return result.x

@@ -1,0 +1,290 @@
+"""``minimize`` with evaluations in flight on real executors (a process pool, a thread pool, a Dask cluster),
+and how a run stops: a late evaluation, a failing callback, an exhausted finite space, KeyboardInterrupt."""
+import concurrent.futures as cf
+import os
+import threading
+
+import pytest
+
+import _bo_objectives as objectives
+import fastfm as ff
+
+FAST = dict(n_restarts=2, progress=False)
+
+
+def _check_parallel_run(result, log_path, n_iter, n_workers):
+    assert result.status == "completed", result.message
+    assert result.exception is None
+    assert result.n_evals == n_iter
+    ids = [t.trial_id for t in result.trials]
+    assert len(set(ids)) == n_iter
+    assert not any(t.failed for t in result.trials)
+    # each result was told to the trial whose config produced it
+    for t in result.trials:
+        assert t.value == pytest.approx(objectives.value_of(t.config), abs=0, rel=1e-12)
+    assert result.optimizer.pending == []
+    intervals = objectives.read_intervals(log_path)
+    # every evaluation ran exactly once, under the id it was told as
+    assert sorted(iv["trial_id"] for iv in intervals) == sorted(ids)
+    assert objectives.max_overlap(intervals) <= n_workers
+    # the evaluations really ran side by side (two are asked and submitted together at the start)
+    assert objectives.max_overlap(intervals) >= 2
+    return intervals
+
+
+def test_default_process_pool_keeps_n_workers_evaluations_in_flight(tmp_path):
+    log = tmp_path / "evals.jsonl"
+    n_iter, n_workers = 8, 2
+    result = ff.minimize(objectives.TimedObjective(log, sleep=0.2), objectives.SPACE, n_iter=n_iter, n_init=4,
+                         seed=0, n_workers=n_workers, **FAST)
+    intervals = _check_parallel_run(result, log, n_iter, n_workers)
+    pids = {iv["pid"] for iv in intervals}
+    assert os.getpid() not in pids          # evaluated in the pool's processes
+    assert len(pids) <= n_workers
+
+
+def test_thread_pool_executor(tmp_path):
+    log = tmp_path / "evals.jsonl"
+    n_iter, n_workers = 10, 3
+    with cf.ThreadPoolExecutor(n_workers) as pool:
+        result = ff.minimize(objectives.TimedObjective(log, sleep=0.1), objectives.SPACE, n_iter=n_iter, n_init=4,
+                             seed=1, n_workers=n_workers, executor=pool, **FAST)
+    intervals = _check_parallel_run(result, log, n_iter, n_workers)
+    assert {iv["pid"] for iv in intervals} == {os.getpid()}
+
+
+def test_a_closure_runs_on_a_thread_pool(tmp_path):
+    seen = []
+    lock = threading.Lock()
+
+    def fun(config):                         # not picklable: fine on threads
+        with lock:
+            seen.append(config.trial_id)
+        return objectives.value_of(config)
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        result = ff.minimize(fun, objectives.SPACE, n_iter=8, n_init=3, seed=2, n_workers=2, executor=pool, **FAST)
+    assert result.status == "completed"
+    assert sorted(seen) == sorted(t.trial_id for t in result.trials)
+    assert len(set(seen)) == 8
+
+
+@pytest.mark.parametrize("processes", [False, True], ids=["threads", "processes"])
+def test_dask_local_cluster_executor(tmp_path, processes):
+    distributed = pytest.importorskip("distributed")
+    log = tmp_path / "evals.jsonl"
+    n_iter, n_workers = 8, 2
+    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        result = ff.minimize(objectives.TimedObjective(log, sleep=0.1), objectives.SPACE, n_iter=n_iter, n_init=4,
+                             seed=3, n_workers=n_workers, executor=client.get_executor(), **FAST)
+    intervals = _check_parallel_run(result, log, n_iter, n_workers)
+    pids = {iv["pid"] for iv in intervals}
+    assert (os.getpid() in pids) != processes
+
+
+def test_unpicklable_objective_with_the_default_process_pool_names_the_fix():
+    offset = 1.0
+    with pytest.raises(ff.ObjectiveNotPicklableError) as info:
+        ff.minimize(lambda config: objectives.value_of(config) + offset, objectives.SPACE, n_iter=4, n_init=2,
+                    n_workers=2, **FAST)
+    message = str(info.value)
+    assert "module level" in message
+    assert "ThreadPoolExecutor" in message
+    assert isinstance(info.value, TypeError)
+
+    def nested(config):
+        return offset
+
+    with cf.ProcessPoolExecutor(2) as pool, pytest.raises(ff.ObjectiveNotPicklableError):
+        ff.minimize(nested, objectives.SPACE, n_iter=4, n_init=2, n_workers=2, executor=pool, **FAST)
+
+
+def test_a_late_evaluation_is_recorded_as_failed_and_the_serial_run_completes():
+    release = threading.Event()
+    late_id = 2
+
+    def fun(config):
+        if config.trial_id == late_id:
+            release.wait(60)                 # held until the run has recorded the timeout
+        return objectives.value_of(config)
+
+    def callback(trial):
+        if trial.failed:
+            release.set()                    # frees the only worker thread for the next evaluations
+
+    try:
+        result = ff.minimize(fun, objectives.SPACE, n_iter=7, n_init=3, seed=4, timeout=1.0, callback=callback,
+                             **FAST)
+    finally:
+        release.set()
+    assert result.status == "completed", result.message
+    assert result.n_evals == 7
+    ids = [t.trial_id for t in result.trials]
+    assert len(set(ids)) == 7
+    failed = [t for t in result.trials if t.failed]
+    assert [t.trial_id for t in failed] == [late_id]
+    assert "TimeoutError" in failed[0].error
+    assert result.n_failed == 1
+    assert result.optimizer.pending == []
+
+
+def test_a_late_evaluation_on_a_thread_pool_is_not_waited_for():
+    release = threading.Event()
+    late_id = 1
+
+    def fun(config):
+        if config.trial_id == late_id:
+            release.wait(60)                 # still running when minimize returns
+        return objectives.value_of(config)
+
+    pool = cf.ThreadPoolExecutor(2)
+    try:
+        result = ff.minimize(fun, objectives.SPACE, n_iter=8, n_init=3, seed=5, timeout=1.0, n_workers=2,
+                             executor=pool, **FAST)
+    finally:
+        release.set()
+        pool.shutdown(wait=True)
+    assert result.status == "completed", result.message
+    assert result.n_evals == 8
+    assert len({t.trial_id for t in result.trials}) == 8
+    late = [t for t in result.trials if t.trial_id == late_id]
+    assert len(late) == 1 and late[0].failed and "TimeoutError" in late[0].error
+    assert sum(t.failed for t in result.trials) == 1
+    # the late result, which came in after the run, was not told
+    assert len(result.optimizer.trials) == 8
+
+
+def test_a_raising_callback_stops_the_run_and_keeps_every_trial(tmp_path):
+    boom = ValueError("callback bug")
+    calls = []
+
+    def callback(trial):
+        calls.append(trial.trial_id)
+        if len(calls) == 3:
+            raise boom
+
+    storage = tmp_path / "run.jsonl"
+    with pytest.warns(RuntimeWarning, match="callback"):
+        result = ff.minimize(objectives.quadratic, objectives.SPACE, n_iter=10, n_init=3, seed=6, callback=callback,
+                             storage=storage, **FAST)
+    assert result.status == "callback_error"
+    assert result.exception is boom
+    assert "ValueError" in result.message
+    assert result.n_evals == 3
+    assert [t.trial_id for t in result.trials] == calls
+    assert result.optimizer.pending == []
+    reloaded = ff.Optimizer.load(storage)
+    assert [t.trial_id for t in reloaded.trials] == calls
+    assert reloaded.pending == []
+
+
+def test_a_raising_callback_with_evaluations_in_flight_keeps_them_all():
+    def callback(trial):
+        raise RuntimeError("stop here")
+
+    with cf.ThreadPoolExecutor(2) as pool, pytest.warns(RuntimeWarning, match="callback"):
+        result = ff.minimize(objectives.TimedObjective(os.devnull, sleep=0.05), objectives.SPACE, n_iter=10,
+                             n_init=3, seed=7, callback=callback, n_workers=2, executor=pool, **FAST)
+    assert result.status == "callback_error"
+    assert isinstance(result.exception, RuntimeError)
+    assert 1 <= result.n_evals <= 2            # the first told, and the one running beside it if it finished
+    assert len({t.trial_id for t in result.trials}) == result.n_evals
+    assert result.optimizer.pending == []      # the other evaluation was told or released
+
+
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_an_exhausted_finite_space_stops_with_status_exhausted(n_workers):
+    space = ff.Space([ff.Categorical("c", ["a", "b"])])
+    executor = cf.ThreadPoolExecutor(n_workers) if n_workers > 1 else None
+    try:
+        result = ff.minimize(lambda config: {"a": 1.0, "b": 2.0}[config["c"]], space, n_iter=10, n_init=3, seed=0,
+                             n_workers=n_workers, executor=executor, **FAST)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    assert result.status == "exhausted", result.message
+    assert result.n_evals == 2
+    assert result.exception is None
+    assert sorted(t.config["c"] for t in result.trials) == ["a", "b"]
+    assert result.x == {"c": "a"} and result.fun == 1.0
+
+
+def test_keyboard_interrupt_while_evaluations_are_in_flight_keeps_or_releases_each_of_them(tmp_path):
+    import _thread
+
+    def fun(config):
+        if config.trial_id == 4:
+            _thread.interrupt_main()         # as Ctrl-C would, while the loop waits on the pool
+        return objectives.value_of(config)
+
+    storage = tmp_path / "run.jsonl"
+    with cf.ThreadPoolExecutor(2) as pool:
+        result = ff.minimize(fun, objectives.SPACE, n_iter=12, n_init=3, seed=9, n_workers=2, executor=pool,
+                             storage=storage, **FAST)
+    assert result.status == "interrupted" and result.interrupted
+    assert 3 <= result.n_evals < 12             # trial 4 is asked after three tells
+    ids = [t.trial_id for t in result.trials]
+    assert len(set(ids)) == len(ids)
+    for t in result.trials:
+        assert t.value == objectives.value_of(t.config)
+    assert result.optimizer.pending == []      # each ask in flight was told or released
+    reloaded = ff.Optimizer.load(storage)
+    assert [t.trial_id for t in reloaded.trials] == ids
+    assert reloaded.pending == []
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_keyboard_interrupt_while_a_result_is_being_told_keeps_that_result(tmp_path, monkeypatch, when, n_workers):
+    """Ctrl-C inside the tell of a finished evaluation, before or after its record is written: the result is
+    kept (told once) and no ask is left pending."""
+    tell = ff.Optimizer.tell
+    state = {"armed": True}
+
+    def interrupted_tell(self, x, y, **kwargs):
+        if getattr(x, "trial_id", None) == 3 and state["armed"]:
+            state["armed"] = False
+            if when == "after":
+                tell(self, x, y, **kwargs)
+            raise KeyboardInterrupt
+        return tell(self, x, y, **kwargs)
+
+    monkeypatch.setattr(ff.Optimizer, "tell", interrupted_tell)
+    storage = tmp_path / "run.jsonl"
+    executor = cf.ThreadPoolExecutor(n_workers) if n_workers > 1 else None
+    try:
+        result = ff.minimize(objectives.quadratic, objectives.SPACE, n_iter=10, n_init=3, seed=10,
+                             n_workers=n_workers, executor=executor, storage=storage, **FAST)
+    finally:
+        if executor is not None:
+            executor.shutdown()
+    assert not state["armed"]
+    assert result.status == "interrupted"
+    ids = [t.trial_id for t in result.trials]
+    assert 3 in ids and len(set(ids)) == len(ids)
+    trial = next(t for t in result.trials if t.trial_id == 3)
+    assert trial.value == objectives.value_of(trial.config)
+    assert result.optimizer.pending == []
+    reloaded = ff.Optimizer.load(storage)
+    assert [(t.trial_id, t.value) for t in reloaded.trials] == [(t.trial_id, t.value) for t in result.trials]
+    assert reloaded.pending == []
+
+
+def test_keyboard_interrupt_in_a_serial_objective_returns_the_trials_so_far(tmp_path):
+    def fun(config):
+        if config.trial_id == 3:
+            raise KeyboardInterrupt
+        return objectives.value_of(config)
+
+    storage = tmp_path / "run.jsonl"
+    result = ff.minimize(fun, objectives.SPACE, n_iter=10, n_init=3, seed=8, storage=storage, **FAST)
+    assert result.status == "interrupted"
+    assert result.interrupted
+    assert result.exception is None
+    assert [t.trial_id for t in result.trials] == [0, 1, 2]
+    assert not any(t.failed for t in result.trials)
+    assert result.optimizer.pending == []        # the interrupted ask was released
+    reloaded = ff.Optimizer.load(storage)
+    assert [t.trial_id for t in reloaded.trials] == [0, 1, 2]
+    assert reloaded.pending == []
