@@ -128,3 +128,20 @@ class Suggestion:
         for config, value in zip(self.configs, self.values):
             optimizer.tell(config, float(value))
         optimizer.ask()
+
+
+class BatchSuggestion(Suggestion):
+    """A joint batch ``ask(n=q)`` (one GP fit, points 2..q conditioned on the ones before by fantasies) at N
+    observations; issue 22's target: q = 8 at N = 200 on NAS-like within 2 s (docs/benchmarks/parallel.md)."""
+
+    params = (BACKENDS, ["NAS-like"], [200], [1, 8])
+    param_names = ["backend", "space", "n_observations", "q"]
+
+    def setup(self, backend, space, n, q):
+        super().setup(backend, space, n)
+
+    def time_ask_batch(self, backend, space, n, q):
+        optimizer = fastfm.Optimizer(self.space, kernel="modlap", seed=0, backend=backend)
+        for config, value in zip(self.configs, self.values):
+            optimizer.tell(config, float(value))
+        optimizer.ask(n=q)

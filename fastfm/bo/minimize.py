@@ -189,7 +189,9 @@ def minimize(fun, space, n_iter=200, n_init=10, kernel="modlap", seed=0, progres
         is lost.
     n_workers : int, default 1
         Evaluations kept in flight.  A new point is asked as soon as one finishes; points asked while
-        others are running are conditioned on them (``Optimizer.ask``).
+        others are running are conditioned on them (``Optimizer.ask``).  With more than one worker the run
+        depends on which evaluations finish first, so the seed alone does not reproduce it (the journal
+        records what happened).
     executor : concurrent.futures.Executor, optional
         Where evaluations run.  Default: in this process for ``n_workers=1``; a ``ProcessPoolExecutor``
         with ``n_workers`` processes otherwise (``fun`` must pickle).  A ``ThreadPoolExecutor`` suits

@@ -230,7 +230,9 @@ class Optimizer(_TrialRecords):
         (constant liar); see ``fastfm.gp.fantasy`` and docs/benchmarks/parallel.md for the comparison.
     failures : {"impute", "ignore"}, default "impute"
         "impute": failed evaluations enter the model with the worst successful value, so that the
-        search moves away from regions where the objective fails; "ignore": they are only excluded.
+        search moves away from regions where the objective fails; "ignore": they are only excluded (for
+        failures not tied to a region: a crashed node, a flaky network).  On Func3C failing in a quarter of
+        its box, "ignore" spent 22 of 30 model points there, "impute" 1.2 (docs/benchmarks/parallel.md).
     storage : str or os.PathLike, optional
         A journal file (JSON lines) that records every ask, tell and abandon as it happens, fsynced;
         it must not exist yet (``Optimizer.load`` continues an existing one).

@@ -24,19 +24,31 @@ __all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
 SET_METHODS = ("set", "set-L<L>", "set-norm", "vector", "random", "kmeans++")
 
 
-def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwargs):
+class _PrunedObjective:
+    """The problem evaluated on the active parameters of a flattened config (picklable, for worker processes)."""
+
+    def __init__(self, problem):
+        self.problem = problem
+
+    def __call__(self, config):
+        return self.problem(self.problem.space.prune(config))
+
+
+def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwargs, workers=1, storage=None):
     problem = get_problem(problem_name, **problem_kwargs)
     space, objective, kernel_name = problem.space, problem, kernel
     if kernel.endswith("-flat"):
         # the conditional space flattened: the model sees every parameter, the objective only the active ones
         space, kernel_name = problem.space.flattened(), kernel[: -len("-flat")]
-        objective = lambda config: problem(problem.space.prune(config))  # noqa: E731
+        objective = _PrunedObjective(problem)
     start = time.perf_counter()
     if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", "kmeans++"
         result = run_set_method(problem, kernel, budget, n_init, seed, progress)
     else:
         result = minimize(objective, space, n_iter=budget, n_init=n_init, kernel=kernel_name, seed=seed,
-                          progress=progress)
+                          progress=progress, n_workers=workers, storage=storage)
+        if result.status != "completed":
+            print(f"  stopped: {result.message}", flush=True)
     suggest = result.suggest_times[n_init:]
     return {
         "problem": problem.name, "kernel": kernel, "seed": seed, "best": float(result.fun),
@@ -93,6 +105,13 @@ def _plot(runs, path, title):
 def bench(args):
     kernels = [k.strip() for k in args.kernel.split(",") if k.strip()]
     problem = get_problem(args.problem)  # fail early on a bad name or a missing extra
+    if args.storage and (len(kernels) != 1 or args.seeds != 1 or args.jobs != 1):
+        raise SystemExit("fastfm bench: --storage records one run: give one kernel, --seeds 1 and --jobs 1")
+    if args.workers > 1 and args.jobs > 1:
+        raise SystemExit("fastfm bench: --workers (evaluations in flight in one run) and --jobs (runs in parallel) "
+                         "are exclusive")
+    if args.workers < 1:
+        raise SystemExit(f"fastfm bench: --workers must be a positive integer, got --workers {args.workers}")
     jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
             for seed in range(args.seed0, args.seed0 + args.seeds)]
     print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
@@ -109,7 +128,7 @@ def bench(args):
                       f"({run['mean_suggest_time']:.3f} s/suggestion, {run['wall_time']:.0f} s)", flush=True)
     else:
         for job in jobs:
-            run = _run_one(*job, not args.quiet, {})
+            run = _run_one(*job, not args.quiet, {}, args.workers, args.storage)
             runs.append(run)
             print(f"  {run['kernel']:8s} seed {run['seed']}: best {run['best']:+.6f} at {run['best_x']}", flush=True)
     print()
@@ -205,6 +224,10 @@ def add_parser(commands):
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")
     b.add_argument("--seed0", type=int, default=0, help="first seed")
     b.add_argument("--jobs", type=int, default=1, help="parallel processes (each single-threaded)")
+    b.add_argument("--workers", type=int, default=1,
+                   help="evaluations in flight within a run (minimize's n_workers: a process pool)")
+    b.add_argument("--storage", help="record the run in this journal (JSON lines); an existing one is continued "
+                                     "(one kernel and one seed)")
     b.add_argument("--plot", help="save convergence curves (mean ± s.e.) to this PNG (needs matplotlib)")
     b.add_argument("--json", help="save every run to this JSON file")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
