@@ -417,7 +417,7 @@ class Optimizer(_TrialRecords):
     def abandon(self, x, reason=None):
         """Release a pending ask without a value (its worker crashed or was stopped).
 
-        The point may be suggested again; telling the trial later still records it.
+        The point may be suggested again; telling its config later records it as a new trial (its id is released).
 
         Raises
         ------
