@@ -16,6 +16,8 @@ restarts, expected improvement in log form, the mixed acquisition optimiser) mad
 """
 import collections
 import contextlib
+import copy
+import dataclasses
 import math
 import numbers
 import os
@@ -68,13 +70,13 @@ class _TrialRecords:
 
     @property
     def trials(self):
-        """Every told evaluation, in order (a copy)."""
-        return list(self._trials)
+        """Every told evaluation, in order (copies: editing them leaves the history unchanged)."""
+        return [dataclasses.replace(t, config=copy.deepcopy(t.config)) for t in self._trials]
 
     @property
     def pending(self):
         """The asks not yet told or abandoned, as ``Suggestion`` dicts (each with its ``trial_id``)."""
-        return [Suggestion(p.config, p.trial_id) for p in self._pending.values()]
+        return [Suggestion(copy.deepcopy(p.config), p.trial_id) for p in self._pending.values()]
 
     @property
     def n_told(self):
@@ -91,7 +93,7 @@ class _TrialRecords:
         if not ok:
             return None, float("nan")
         best = min(ok, key=lambda t: t.value)
-        return best.config, best.value
+        return copy.deepcopy(best.config), best.value
 
     def _resolve(self, x):
         """(trial id, encoded point) of what ``tell`` was given; typed errors for bad or repeated tells."""
@@ -372,7 +374,7 @@ class Optimizer(_TrialRecords):
                               "suggest_time": time.perf_counter() - start,
                               "source": self.last_suggestion_info.get("source"), "worker": worker_identity(),
                               "time": time.time(), "rng": self._rng.bit_generator.state, "fit": self._fit_record})
-                yield Suggestion(self._pending[trial_id].config, trial_id)
+                yield Suggestion(copy.deepcopy(self._pending[trial_id].config), trial_id)
 
     def tell(self, x, y, *, error=None, eval_time=float("nan")):
         """Record the value ``y`` of a trial.
@@ -397,6 +399,8 @@ class Optimizer(_TrialRecords):
         InvalidConfigError
             A config outside the space (unknown/missing parameter, bad value or type); nothing is recorded.
         """
+        if isinstance(y, np.ndarray) and y.ndim == 0:     # a 0-d array is a number
+            y = y[()]
         failed = y is None
         if not failed:
             if isinstance(y, (bool, np.bool_)) or not isinstance(y, (numbers.Real, np.floating, np.integer)):
@@ -412,7 +416,8 @@ class Optimizer(_TrialRecords):
             if trial_id not in self._pending:
                 record["x"] = x_encoded.tolist()
             self._commit(record)
-        return self._told[trial_id]
+        told = self._told[trial_id]
+        return dataclasses.replace(told, config=copy.deepcopy(told.config))
 
     def abandon(self, x, reason=None):
         """Release a pending ask without a value (its worker crashed or was stopped).

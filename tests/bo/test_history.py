@@ -1,0 +1,59 @@
+"""The history is the optimiser's own: what ask/tell/best/trials hand out are copies, bad tells are typed errors
+that change nothing, and a 0-d array is a number."""
+import math
+
+import numpy as np
+import pytest
+
+import fastfm as ff
+
+
+def _optimizer(told=3):
+    space = ff.Space([ff.Real("x", 0, 1), ff.Integer("k", 0, 5), ff.Categorical("c", ["a", "b"])])
+    opt = ff.Optimizer(space, kernel="random", n_init=2, seed=0)
+    for i in range(told):
+        x = opt.ask()
+        opt.tell(x, float(i))
+    return opt
+
+
+def test_editing_what_the_optimiser_hands_out_leaves_the_history_unchanged():
+    opt = _optimizer()
+    before = [(dict(t.config), t.value) for t in opt.trials]
+    best, value = opt.best()
+    best["x"] = 123.0
+    opt.trials[0].config["k"] = 99
+    x = opt.ask()
+    told = opt.tell(x, 5.0)
+    x["x"] = -1.0                       # the caller's dict, after tell
+    told.config["c"] = "zzz"
+    opt.pending                         # (nothing pending) still a copy
+    assert [(dict(t.config), t.value) for t in opt.trials[:3]] == before
+    assert opt.trials[3].config["x"] != -1.0 and opt.trials[3].config["c"] in ("a", "b")
+    assert opt.best() == (before[0][0], 0.0)
+
+
+@pytest.mark.parametrize("bad", [None, "abc", 3.5, [{"x": 0.5, "k": 1, "c": "a"}] * 2, ({"x": 0.5},)])
+def test_a_bad_tell_is_a_typed_error_and_changes_nothing(bad):
+    opt = _optimizer()
+    pending = opt.ask()
+    state = ([(dict(t.config), t.value) for t in opt.trials], [dict(p) for p in opt.pending])
+    with pytest.raises(ff.FastFMError) as info:
+        opt.tell(bad, 1.0)
+    assert isinstance(info.value, (ValueError, TypeError))
+    assert ([(dict(t.config), t.value) for t in opt.trials], [dict(p) for p in opt.pending]) == state
+    opt.tell(pending, 2.0)              # and the optimiser goes on
+    assert opt.ask() is not None
+
+
+def test_bad_values_are_typed_errors_and_a_0d_array_is_a_number():
+    opt = _optimizer()
+    x = opt.ask()
+    for bad in ["1.0", [1.0], np.array([1.0]), True, 1 + 2j]:
+        with pytest.raises(ff.InvalidValueError, match="y must be a real number"):
+            opt.tell(x, bad)
+    assert opt.n_told == 3
+    trial = opt.tell(x, np.array(2.5))
+    assert trial.value == 2.5 and not trial.failed
+    y = opt.ask()
+    assert opt.tell(y, np.array(np.nan)).failed and math.isnan(opt.trials[-1].value)
