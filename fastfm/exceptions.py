@@ -20,6 +20,8 @@ __all__ = [
     "TrialStateError",
     "StorageError",
     "ObjectiveNotPicklableError",
+    "NotFittedError",
+    "DataConversionWarning",
 ]
 
 
@@ -98,3 +100,50 @@ class StorageError(FastFMError, OSError):
 
 class ObjectiveNotPicklableError(FastFMError, TypeError):
     """The objective must be sent to another process (a process pool, a cluster) but cannot be pickled."""
+
+
+class NotFittedError(FastFMError, ValueError, AttributeError):
+    """A method that needs a fitted model was called before ``fit``.
+
+    An AttributeError, as the error raised there before it existed was (old ``except AttributeError`` keeps
+    working), and a ValueError, as scikit-learn's ``NotFittedError``.  Where scikit-learn is installed the
+    error raised is also an instance of ``sklearn.exceptions.NotFittedError`` (:func:`sklearn_compatible`)."""
+
+
+class DataConversionWarning(UserWarning):
+    """Input data was converted to the shape the estimator expects (e.g. a column-vector y raveled).
+
+    Where scikit-learn is installed the warning issued is also a ``sklearn.exceptions.DataConversionWarning``
+    (:func:`sklearn_compatible`)."""
+
+
+# fastfm class -> the scikit-learn class of the same name in sklearn.exceptions; the subclass of both is built
+# on first use (importing scikit-learn costs close to a second, and it is not a dependency of fastfm)
+_SKLEARN_TWINS = {"NotFittedError": NotFittedError, "DataConversionWarning": DataConversionWarning}
+_sklearn_twin_cache = {}
+
+
+def sklearn_compatible(cls):
+    """``cls`` (``NotFittedError`` or ``DataConversionWarning``), or, where scikit-learn is importable, a subclass
+    of it and of scikit-learn's class of the same name, so that scikit-learn's ``except``/``pytest.raises`` and
+    warning filters recognise it.  The subclass has the same name (``repr`` shows it) and pickles by reference
+    (``fastfm.exceptions._SklearnNotFittedError``, ...)."""
+    name = cls.__name__
+    if name not in _sklearn_twin_cache:
+        try:
+            import sklearn.exceptions
+        except ImportError:
+            _sklearn_twin_cache[name] = cls
+        else:
+            twin = type(name, (cls, getattr(sklearn.exceptions, name)), {"__module__": __name__})
+            twin.__qualname__ = f"_Sklearn{name}"
+            twin.__doc__ = cls.__doc__
+            _sklearn_twin_cache[name] = twin
+    return _sklearn_twin_cache[name]
+
+
+def __getattr__(name):
+    # unpickling a twin built by sklearn_compatible looks it up by its qualified name
+    if name.startswith("_Sklearn") and name[len("_Sklearn"):] in _SKLEARN_TWINS:
+        return sklearn_compatible(_SKLEARN_TWINS[name[len("_Sklearn"):]])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

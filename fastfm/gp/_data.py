@@ -2,10 +2,30 @@
 (an optional log, then standardisation).  Functions of the data and of the regressor's parameters only.
 """
 import numpy as np
+import scipy.sparse
 
-from ..exceptions import InvalidConfigError, InvalidValueError
+from ..exceptions import DataConversionWarning, InvalidConfigError, InvalidValueError, sklearn_compatible
+from . import _warnings
 
-__all__ = ["as_array", "transform_y"]
+__all__ = ["as_array", "transform_y", "check_n_features", "same_data"]
+
+_ESTIMATOR = "GaussianProcessRegressor"
+
+
+def _dense(values, name):
+    """``values`` as a NumPy array, refusing what scikit-learn's ``check_array`` refuses before conversion:
+    None, sparse matrices and complex numbers (a float64 cast would drop the imaginary part)."""
+    if values is None:
+        if name == "y":
+            raise InvalidConfigError(f"{_ESTIMATOR} requires y to be passed, but the target y is None", "y")
+        raise InvalidConfigError(f"Expected array-like (array or non-string sequence), got None for {name}", name)
+    if scipy.sparse.issparse(values):
+        raise InvalidValueError(f"{name} is a sparse {type(values).__name__}, but sparse input is not supported by "
+                                f"{_ESTIMATOR}: pass a dense array ({name}.toarray())", name)
+    values = np.asarray(values)
+    if np.iscomplexobj(values):
+        raise InvalidValueError(f"Complex data not supported: {name} has dtype {values.dtype}", name)
+    return values
 
 
 def as_array(X, space, kernel, name="X", validate=True):
@@ -14,6 +34,8 @@ def as_array(X, space, kernel, name="X", validate=True):
     ``space`` is the regressor's: it encodes config dicts and validates encoded arrays; without it, the
     kernel's space (if any) encodes config dicts and an array is checked for shape and finite values."""
     encoder = space if space is not None else getattr(kernel, "space", None)
+    if scipy.sparse.issparse(X):   # before the dicts: a dok_matrix is a dict
+        _dense(X, name)
     if isinstance(X, dict) or (isinstance(X, (list, tuple)) and len(X) and isinstance(X[0], dict)):
         if encoder is None:
             raise InvalidConfigError(f"{name} holds config dicts but the regressor has no space to encode "
@@ -22,16 +44,26 @@ def as_array(X, space, kernel, name="X", validate=True):
         if X.ndim == 1:
             X = X[None, :]
         return X
+    if validate:
+        X = _dense(X, name)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim == 1:
+        if validate and encoder is None:
+            # a plain array (no space to say how many dimensions a point has): scikit-learn's rule
+            raise InvalidConfigError(f"Expected 2D array, got 1D array instead:\n{name}={X!r}.\nReshape your data "
+                                     "either using array.reshape(-1, 1) if your data has a single feature or "
+                                     "array.reshape(1, -1) if it contains a single sample.", name)
         X = X[None, :]
     if validate and space is not None:
         return space.validate_encoded(X, name)
     if X.ndim != 2:
         raise InvalidConfigError(f"{name} must be a 2-d array (n_points, n_dims), got shape {X.shape}", name)
+    if validate and X.shape[1] == 0:
+        raise InvalidConfigError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is "
+                                 f"required by {_ESTIMATOR}.", name)
     if validate and not np.all(np.isfinite(X)):
         row, col = np.argwhere(~np.isfinite(X))[0]
-        raise InvalidValueError(f"{name}[{row}, {col}] is {float(X[row, col])!r}; inputs must be finite",
+        raise InvalidValueError(f"{name}[{row}, {col}] is {float(X[row, col])!r}; inputs must be finite (no NaN or inf)",
                                 name, float(X[row, col]))
     return np.ascontiguousarray(X)
 
@@ -41,8 +73,10 @@ def transform_y(y, log_transform_y, normalize_y):
 
     t is log(1 + (y − min y)/std y) for ``log_transform_y="shift"``, log y for True (InvalidValueError
     naming the first y ≤ 0), the identity for False."""
-    y = np.asarray(y, dtype=np.float64)
+    y = np.asarray(_dense(y, "y"), dtype=np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
+        _warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
+                       "to (n_samples,), for example using ravel().", sklearn_compatible(DataConversionWarning))
         y = y[:, 0]
     if y.ndim != 1:
         raise InvalidConfigError(f"y must have shape (n_samples,), got y.shape={y.shape}", "y")
@@ -75,3 +109,17 @@ def transform_y(y, log_transform_y, normalize_y):
     else:
         mean, std = 0.0, 1.0
     return (y - mean) / std, mean, std, shift, scale
+
+
+def check_n_features(X, n_features, name="X"):
+    """InvalidConfigError unless X has the ``n_features`` columns of the training data (None: not fitted, or
+    fitted before ``n_features_in_`` existed: no check)."""
+    if n_features is not None and X.shape[1] != n_features:
+        raise InvalidConfigError(f"{name} has {X.shape[1]} features, but {_ESTIMATOR} is expecting {n_features} "
+                                 "features as input.", name)
+
+
+def same_data(X, y, X_previous, y_previous):
+    """Whether a refit is on the data of the previous fit (then it starts as that fit did: ``fit`` is idempotent)."""
+    return (X_previous is not None and y_previous is not None and X.shape == X_previous.shape
+            and y.shape == y_previous.shape and np.array_equal(X, X_previous) and np.array_equal(y, y_previous))

@@ -32,13 +32,14 @@ Numerics (GPML = Rasmussen & Williams 2006)
   (``_linalg._JITTER_SCHEDULE``); ``fit`` warns with :class:`JitterWarning` when the
   final model needed one.
 """
+import copy
 import logging
 import math
 import numbers
 
 import numpy as np
 
-from ..exceptions import InvalidConfigError
+from ..exceptions import InvalidConfigError, NotFittedError, sklearn_compatible
 from . import _data, _warnings, fitting, mll, solvers
 from ._linalg import JitterWarning
 from .solvers import cholesky
@@ -95,9 +96,13 @@ class _RegressorMixin:
 
     def __sklearn_tags__(self):
         """Estimator tags for scikit-learn ≥ 1.6 (only scikit-learn calls this, so it is importable)."""
-        from sklearn.utils import RegressorTags, Tags, TargetTags
+        from sklearn.utils import InputTags, RegressorTags, Tags, TargetTags
+        # requires_fit=False: before ``fit`` the regressor predicts from the prior (documented, and what
+        # scikit-learn's own GaussianProcessRegressor does and tags the same way), so ``predict`` does not raise
+        # NotFittedError then; the methods that need a fit do (``_check_fitted``)
         return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
-                    regressor_tags=RegressorTags(), non_deterministic=self.random_state is None)
+                    regressor_tags=RegressorTags(), non_deterministic=self.random_state is None,
+                    requires_fit=False, input_tags=InputTags(sparse=False))
 
 
 class _PredictionMixin:
@@ -108,7 +113,9 @@ class _PredictionMixin:
 
     def _check_fitted(self):
         if not hasattr(self, "alpha_"):
-            raise AttributeError("this GaussianProcessRegressor is not fitted yet; call fit(X, y) first")
+            # NotFittedError is an AttributeError, as this error was before it existed
+            raise sklearn_compatible(NotFittedError)("this GaussianProcessRegressor is not fitted yet; call "
+                                                     "fit(X, y) first")
 
     def _is_fitted(self):
         return hasattr(self, "alpha_")
@@ -287,8 +294,9 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         drawn from ``theta_prior`` when it has a ``sample`` method, else from
         :func:`restart_distribution` (not uniformly in the wide log bounds:
         most such draws start on the likelihood's flat "everything is noise"
-        plateau).  On a refit of the same estimator the previous optimum is
-        one more start.
+        plateau).  On a refit of the same estimator on other data the
+        previous optimum is one more start (a refit on the same data repeats
+        the first fit: ``fit`` is idempotent).
     noise : float, default 1e-4
         Initial (or, with ``optimizer=None``/``noise_bounds="fixed"``, fixed)
         noise variance, in standardised-y units.
@@ -370,6 +378,8 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     noise_ : float
         Fitted noise variance (standardised units).
     X_train_ : ndarray of shape (N, n_dims)
+    n_features_in_ : int
+        Columns of X in ``fit`` (n_dims); ``predict`` needs as many.
     y_train_ : ndarray of shape (N,)
         Standardised (and, if asked, log-transformed) targets.
     y_mean_, y_std_ : float
@@ -430,9 +440,13 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
                     "max_exact_n", "cg_options", "hyperparameter_subset")
 
     # ------------------------------------------------------------------ inputs
-    def _as_array(self, X, name="X", validate=True):
-        """Encoded float64 array (N, n_dims) from an array or, with a space, config dicts (``_data.as_array``)."""
-        return _data.as_array(X, self.space, self.kernel, name, validate)
+    def _as_array(self, X, name="X", validate=True, check_width=True):
+        """Encoded float64 array (N, n_dims) from an array or, with a space, config dicts (``_data.as_array``);
+        validated, it must have the training data's ``n_features_in_`` columns (unless ``check_width`` is off)."""
+        X = _data.as_array(X, self.space, self.kernel, name, validate)
+        if validate and check_width:
+            _data.check_n_features(X, getattr(self, "n_features_in_", None), name)
+        return X
 
     def _transform_y(self, y):
         """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_) with the checks of ``fit`` (``_data.transform_y``)."""
@@ -487,7 +501,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
             with hyperparameters that give a NaN or indefinite matrix).
         """
         noise, noise_log_bounds = self._check_params()
-        X = self._as_array(X)
+        X = self._as_array(X, check_width=False)
         y_train, y_mean, y_std, y_shift, y_log_scale = self._transform_y(y)
         if X.shape[0] != y_train.shape[0]:
             raise InvalidConfigError(f"X has {X.shape[0]} rows but y has {y_train.shape[0]} values", "y")
@@ -497,9 +511,11 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
             X = X.copy()
         solver, max_exact_n = solvers.select_solver(self.method, self.max_exact_n, self.cg_options, X.shape[0])
         y_transform = (y_mean, y_std, y_shift, y_log_scale)
+        # fit works on a copy: using a kernel fills its caches, and fit leaves its parameters as they were
+        kernel = copy.deepcopy(self.kernel)
         if solver is ExactSolver:
             try:
-                return self._fit_with(solver, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n)
+                return self._fit_with(solver, kernel, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n)
             except MemoryError:
                 if self.method != "auto":
                     raise
@@ -508,17 +524,20 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
                 _warnings.warn(f"fastfm: the exact GP fit of N={X.shape[0]} points ran out of memory; fitting "
                                "with the matrix-free solver (method='cg') instead", RuntimeWarning)
                 solver = CGSolver
-        return self._fit_with(solver, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n)
+        return self._fit_with(solver, kernel, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n)
 
-    def _fit_with(self, solver, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n):
+    def _fit_with(self, solver, kernel, X, y_train, y_transform, noise, noise_log_bounds, max_exact_n):
         """``fit`` with one solver: the hyperparameters (``fitting``), then the solver's fit at them; only
         when both succeeded is the fitted state replaced."""
         n = X.shape[0]
+        # a refit on new data also starts at the previous optimum; on the same data it repeats the first fit
+        previous = None if _data.same_data(X, y_train, getattr(self, "X_train_", None),
+                                           getattr(self, "y_train_", None)) else getattr(self, "_fitted_theta", None)
         subset = fitting.hyperparameter_subset(self.hyperparameter_subset, n, solver, self.optimizer, self.random_state)
         fitted = fitting.fit_hyperparameters(
-            self.kernel, X, y_train, noise, noise_log_bounds, optimizer=self.optimizer, theta_prior=self.theta_prior,
+            kernel, X, y_train, noise, noise_log_bounds, optimizer=self.optimizer, theta_prior=self.theta_prior,
             n_restarts=self.n_restarts, n_finalists=self.n_finalists, random_state=self.random_state,
-            warm_start=fitting.warm_start(getattr(self, "_fitted_theta", None), self.kernel.n_theta), subset=subset,
+            warm_start=fitting.warm_start(previous, kernel.n_theta), subset=subset,
             refine=solver.refine_on_all_points)
         if solver is ExactSolver:
             # the final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed
@@ -531,6 +550,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         self.kernel_ = fitted.kernel
         self.noise_ = float(fitted.noise)
         self.X_train_ = X
+        self.n_features_in_ = X.shape[1]
         self.y_train_ = y_train
         self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_ = y_transform
         self.L_ = L

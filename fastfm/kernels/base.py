@@ -326,9 +326,16 @@ class Kernel:
         return Product(self, other)
 
     def __repr__(self):
-        args = ", ".join(f"{name}={np.round(self._values(name, n), 4).tolist() if n > 1 else round(float(self._values(name, n)[0]), 4)}"
-                         for name, n in self._hyperparameter_specs())
+        # n == 0 (e.g. a discrete-variable hyperparameter on a purely continuous space) shows [].
+        args = ", ".join(f"{name}={self._repr_value(name, n)}" for name, n in self._hyperparameter_specs())
         return f"{type(self).__name__}({args})"
+
+    def _repr_value(self, name, n):
+        try:
+            values = np.round(np.asarray(self._values(name, n), dtype=float), 4)
+        except Exception:  # repr must never raise: fall back to the raw attribute
+            return repr(getattr(self, name, None))
+        return values.tolist() if n != 1 or values.size != 1 else float(values.reshape(-1)[0])
 
 
 class _Composite(Kernel):

@@ -153,34 +153,118 @@ def path_graph_spectrum(n_states, normalized=False):
                          np.arange(n_states + 1, dtype=np.int64), False)
 
 
-def custom_graph_spectrum(name, n_states, edges, weights=None, normalized=False):
-    """Spectrum of a user graph given by an edge list with optional non-negative weights.
+def _is_index(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _same_label(a, b):
+    if isinstance(a, (bool, np.bool_)) != isinstance(b, (bool, np.bool_)):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def _resolve_vertex(name, n_states, edge, vertex, labels):
+    """Index of ``vertex``: an integer index in [0, n_states), or (when labels are given) a label."""
+    if _is_index(vertex):
+        if 0 <= vertex < n_states:
+            return int(vertex)
+    elif labels is not None:
+        matches = [i for i, label in enumerate(labels) if _same_label(vertex, label)]
+        if len(matches) == 1:
+            return matches[0]
+    known = f"an integer in [0, {n_states - 1}]" + ("" if labels is None else f" or one of the labels {labels!r}")
+    raise SpaceDefinitionError(
+        f"Graph {name!r}: edge {edge!r} names vertex {vertex!r}, which is not {known}")
+
+
+def _check_weight(name, edge, weight):
+    try:
+        w = float(weight)
+    except (TypeError, ValueError, OverflowError):
+        w = None
+    if isinstance(weight, (bool, np.bool_)) or w is None or not np.isfinite(w) or w <= 0:
+        raise SpaceDefinitionError(
+            f"Graph {name!r}: edge {edge!r} has weight {weight!r}; weights must be finite numbers > 0")
+    return w
+
+
+def normalise_edges(name, n_states, edges, weights=None, labels=None):
+    """Validate a user edge list; return (edges as sorted index pairs, weights as floats), one entry per edge.
+
+    An edge is a pair ``(u, v)`` or a triple ``(u, v, weight)`` (only when ``weights`` is not given);
+    ``u`` and ``v`` are vertex indices, or labels when ``labels`` are given.  Weights must be finite
+    and > 0 (default 1).  Self-loops, and the same edge given twice with different weights, are
+    rejected; the same edge given twice with the same weight counts once.
 
     Raises
     ------
     SpaceDefinitionError
-        If an edge names a missing vertex, a weight is negative or not finite,
-        or the graph is not connected.
+        Naming the graph, the offending edge and the offending value.
     """
-    adjacency = np.zeros((n_states, n_states))
-    edges = list(edges)
-    if weights is None:
-        weights = [1.0] * len(edges)
-    weights = list(weights)
-    if len(weights) != len(edges):
+    if edges is None or isinstance(edges, (str, bytes)):
+        raise SpaceDefinitionError(f"Graph {name!r}: edges must be a sequence of (u, v) pairs, got {edges!r}")
+    try:
+        edges = list(edges)
+    except TypeError:
         raise SpaceDefinitionError(
-            f"Graph {name!r}: got {len(weights)} weights for {len(edges)} edges")
-    for (a, b), w in zip(edges, weights):
-        for vertex in (a, b):
-            if not (isinstance(vertex, (int, np.integer)) and 0 <= vertex < n_states):
+            f"Graph {name!r}: edges must be a sequence of (u, v) pairs, got {edges!r}") from None
+    if weights is not None:
+        if isinstance(weights, (str, bytes)):
+            raise SpaceDefinitionError(f"Graph {name!r}: weights must be a sequence of numbers, got {weights!r}")
+        try:
+            weights = list(weights)
+        except TypeError:
+            raise SpaceDefinitionError(
+                f"Graph {name!r}: weights must be a sequence of numbers, got {weights!r}") from None
+        if len(weights) != len(edges):
+            raise SpaceDefinitionError(
+                f"Graph {name!r}: got {len(weights)} weights for {len(edges)} edges (weights={weights!r})")
+    seen = {}
+    for i, edge in enumerate(edges):
+        if isinstance(edge, (str, bytes)) or not isinstance(edge, (tuple, list, np.ndarray)) or len(edge) not in (2, 3):
+            raise SpaceDefinitionError(
+                f"Graph {name!r}: edge {edge!r} is not a pair (u, v) or a triple (u, v, weight)")
+        edge = tuple(edge.tolist() if isinstance(edge, np.ndarray) else edge)
+        if len(edge) == 3:
+            if weights is not None:
                 raise SpaceDefinitionError(
-                    f"Graph {name!r}: edge ({a!r}, {b!r}) names vertex {vertex!r}, "
-                    f"which is not an integer in [0, {n_states - 1}]")
+                    f"Graph {name!r}: edge {edge!r} carries a weight and weights= is given too; use one or the other")
+            weight = edge[2]
+        else:
+            weight = 1.0 if weights is None else weights[i]
+        a = _resolve_vertex(name, n_states, edge, edge[0], labels)
+        b = _resolve_vertex(name, n_states, edge, edge[1], labels)
         if a == b:
-            raise SpaceDefinitionError(f"Graph {name!r}: self-loop edge ({a}, {b}) is not allowed")
-        if not np.isfinite(w) or w < 0:
-            raise SpaceDefinitionError(f"Graph {name!r}: edge ({a}, {b}) has weight {w!r}; weights must be finite and >= 0")
-        adjacency[a, b] = adjacency[b, a] = float(w)
+            raise SpaceDefinitionError(f"Graph {name!r}: self-loop edge {edge!r} (vertex {a}) is not allowed")
+        w = _check_weight(name, edge, weight)
+        key = (min(a, b), max(a, b))
+        if key in seen and seen[key][0] != w:
+            raise SpaceDefinitionError(
+                f"Graph {name!r}: edge {edge!r} repeats edge {seen[key][1]!r} with a different weight "
+                f"({w!r} vs {seen[key][0]!r})")
+        seen.setdefault(key, (w, edge))
+    return list(seen), [w for w, _ in seen.values()]
+
+
+def custom_graph_spectrum(name, n_states, edges, weights=None, normalized=False, labels=None):
+    """Spectrum of a user graph given by an edge list with optional positive weights.
+
+    Raises
+    ------
+    SpaceDefinitionError
+        If an edge is malformed or names a missing vertex, is a self-loop or a conflicting
+        duplicate, a weight is not a finite number > 0, or the graph is not connected.
+    """
+    edges, weights = normalise_edges(name, n_states, edges, weights, labels)
+    if n_states == 1:
+        # a single state: L = 0 (also normalised, where D^-1/2 is undefined), as for K_1 and P_1
+        return GraphSpectrum("custom", 1, np.zeros(1), np.ones((1, 1)), np.zeros(1), np.array([0, 1]), normalized)
+    adjacency = np.zeros((n_states, n_states))
+    for (a, b), w in zip(edges, weights):
+        adjacency[a, b] = adjacency[b, a] = w
     n_components, _ = connected_components(csr_matrix(adjacency > 0), directed=False)
     if n_components != 1:
         raise SpaceDefinitionError(

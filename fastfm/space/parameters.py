@@ -16,7 +16,8 @@ from functools import cached_property
 import numpy as np
 
 from ..exceptions import InvalidValueError, OutOfBoundsError, SpaceDefinitionError
-from .graphs import complete_graph_spectrum, custom_graph_spectrum, graph_spectrum_from_adjacency, path_graph_spectrum
+from .graphs import (complete_graph_spectrum, custom_graph_spectrum, graph_spectrum_from_adjacency, normalise_edges,
+                     path_graph_spectrum)
 
 __all__ = ["Parameter", "Real", "Integer", "Ordinal", "Categorical", "Graph"]
 
@@ -29,6 +30,31 @@ def _check_name(name):
 
 def _is_real_number(value):
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _finite_float(value):
+    """True when ``value`` converts to a finite float (a huge int overflows: False)."""
+    try:
+        return math.isfinite(float(value))
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
+def _check_distinct_values(kind, name, what, values):
+    """Reject values that cannot be told back: NaN-like (not equal to themselves), unhashable, duplicates."""
+    for i, a in enumerate(values):
+        try:
+            hash(a)
+        except TypeError:
+            raise SpaceDefinitionError(
+                f"{kind} {name!r}: {what} {a!r} is unhashable ({type(a).__name__}); use a hashable value "
+                "such as a tuple or a string") from None
+        if not _same_choice(a, a):
+            raise SpaceDefinitionError(
+                f"{kind} {name!r}: {what} {a!r} is not equal to itself (NaN?), so it could never be told back")
+        for b in values[:i]:
+            if _same_choice(a, b):
+                raise SpaceDefinitionError(f"{kind} {name!r}: duplicate {what} {a!r} (equal to {b!r})")
 
 
 def _check_conditions(name, active_if):
@@ -64,6 +90,7 @@ class Parameter:
 
     is_continuous = False
     n_columns = 1   # encoded columns the parameter occupies (a Set takes n_points·dim)
+    vector_valued = False   # values are arrays (a Set): the Space gives it a slice of columns even when n_columns == 1
 
     def __init__(self, name, active_if=None):
         self.name = _check_name(name)
@@ -108,13 +135,20 @@ class Real(Parameter):
     def __init__(self, name, low, high, log=False, active_if=None):
         super().__init__(name, active_if)
         for label, bound in (("low", low), ("high", high)):
-            if not _is_real_number(bound) or not math.isfinite(bound):
-                raise SpaceDefinitionError(f"Real {name!r}: {label} must be a finite number, got {bound!r}")
+            if not _is_real_number(bound) or not _finite_float(bound):
+                raise SpaceDefinitionError(f"Real {name!r}: {label} must be a finite number, got {label}={bound!r}")
+        low, high = float(low), float(high)
         if not low < high:
             raise SpaceDefinitionError(f"Real {name!r}: need low < high, got low={low!r}, high={high!r}")
         if log and low <= 0:
             raise SpaceDefinitionError(f"Real {name!r}: log=True needs low > 0, got low={low!r}")
-        self.low, self.high, self.log = float(low), float(high), bool(log)
+        # encode divides by the range and decode multiplies by it: it must be a finite float
+        span = math.log(high) - math.log(low) if log else high - low
+        if not (math.isfinite(span) and span > 0):
+            raise SpaceDefinitionError(
+                f"Real {name!r}: the range {'log(high) - log(low)' if log else 'high - low'} = {span!r} "
+                f"is not a finite positive float (low={low!r}, high={high!r}); narrow the bounds or rescale")
+        self.low, self.high, self.log = low, high, bool(log)
 
     def _repr_fields(self):
         return {"low": self.low, "high": self.high, "log": self.log}
@@ -211,12 +245,14 @@ class _DiscreteParameter(Parameter):
 class _ChoiceParameter(_DiscreteParameter):
     def __init__(self, name, choices, normalized_laplacian=False, active_if=None):
         super().__init__(name, normalized_laplacian, active_if)
-        choices = list(choices)
+        try:
+            choices = list(choices)
+        except TypeError:
+            raise SpaceDefinitionError(
+                f"{type(self).__name__} {name!r}: choices must be a sequence, got choices={choices!r}") from None
         if not choices:
             raise SpaceDefinitionError(f"{type(self).__name__} {name!r}: choices must not be empty")
-        for i, a in enumerate(choices):
-            if any(_same_choice(a, b) for b in choices[:i]):
-                raise SpaceDefinitionError(f"{type(self).__name__} {name!r}: duplicate choice {a!r}")
+        _check_distinct_values(type(self).__name__, name, "choice", choices)
         self.choices = choices
 
     def _repr_fields(self):
@@ -329,12 +365,16 @@ class Graph(_DiscreteParameter):
     n_states : int
         Number of vertices; values are the vertex indices 0..n_states-1, or
         ``labels[i]`` when labels are given.
-    edges : sequence of (int, int)
-        Undirected edges; the graph must be connected.
+    edges : sequence of (u, v) or (u, v, weight)
+        Undirected edges; the graph must be connected.  ``u`` and ``v`` are
+        vertex indices, or labels when ``labels`` are given.  Self-loops and
+        the same edge twice with different weights are rejected.
     weights : sequence of float, optional
-        Non-negative edge weights (default 1).
+        Positive, finite edge weights (default 1), one per edge; not allowed
+        together with (u, v, weight) triples.
     labels : sequence, optional
-        The value each vertex stands for (decode returns labels).
+        The value each vertex stands for (decode returns labels); distinct,
+        hashable and equal to themselves (no NaN).
     """
 
     graph_kind = "custom"
@@ -345,19 +385,28 @@ class Graph(_DiscreteParameter):
         if not isinstance(n_states, (numbers.Integral, np.integer)) or isinstance(n_states, bool) or n_states < 1:
             raise SpaceDefinitionError(f"Graph {name!r}: n_states must be a positive integer, got {n_states!r}")
         self._n_states = int(n_states)
-        self.edges = [tuple(e) for e in edges]
-        self.weights = None if weights is None else [float(w) for w in weights]
         if labels is not None:
+            if isinstance(labels, (str, bytes)):
+                raise SpaceDefinitionError(f"Graph {name!r}: labels must be a sequence, got labels={labels!r}")
             labels = list(labels)
             if len(labels) != self._n_states:
                 raise SpaceDefinitionError(
-                    f"Graph {name!r}: got {len(labels)} labels for n_states={self._n_states}")
+                    f"Graph {name!r}: got {len(labels)} labels for n_states={self._n_states} (labels={labels!r})")
+            _check_distinct_values("Graph", name, "vertex label", labels)
         self.labels = labels
+        # edges as index pairs, one per undirected edge; weights as floats (None: all 1)
+        self.edges, checked_weights = normalise_edges(name, self._n_states, edges, weights, labels)
+        self.weights = None if weights is None and all(w == 1.0 for w in checked_weights) else checked_weights
         # validate now (connectivity, edge indices), so errors surface at construction
         _ = self.spectrum
 
     def _repr_fields(self):
-        return {"n_states": self._n_states, "edges": self.edges}
+        fields = {"n_states": self._n_states, "edges": self.edges}
+        if self.weights is not None:
+            fields["weights"] = self.weights
+        if self.labels is not None:
+            fields["labels"] = self.labels
+        return fields
 
     @property
     def n_states(self):

@@ -59,6 +59,7 @@ class Set(Parameter):
     """
 
     is_continuous = True
+    vector_valued = True   # a slice of columns even for n_points == dim == 1
 
     def __init__(self, name, n_points, dim, low=0.0, high=1.0):
         super().__init__(name)

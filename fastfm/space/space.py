@@ -120,11 +120,12 @@ class Space:
         self.parameters = parameters
         self.continuous_params = [p for p in parameters if p.is_continuous]
         self.discrete_params = [p for p in parameters if not p.is_continuous]
-        # encoded columns of each parameter: an int, or a slice for a multi-column Set
+        # encoded columns of each parameter: an int, or a slice for a Set (even a one-column one)
         self._column, self._column_owner = {}, []
         for p in self.continuous_params + self.discrete_params:
             start = len(self._column_owner)
-            self._column[p.name] = start if p.n_columns == 1 else slice(start, start + p.n_columns)
+            self._column[p.name] = (start if p.n_columns == 1 and not p.vector_valued
+                                    else slice(start, start + p.n_columns))
             self._column_owner += [p] * p.n_columns
         self._by_name = {p.name: p for p in parameters}
         self._conditions, self._topological_order = conditions.resolve(self)
@@ -351,7 +352,10 @@ class Space:
                 continue
             if name not in config:
                 raise MissingParameterError(f"config is missing parameter {name!r}", name)
-            x[col] = p.encode_value(config[name])
+            value = config[name]
+            if isinstance(value, np.ndarray) and value.ndim == 0:    # a 0-d array is its one value
+                value = value[()]
+            x[col] = p.encode_value(value)
         return x
 
     def decode(self, X):
@@ -364,7 +368,7 @@ class Space:
     def _decode_one(self, x):
         active = self.active_columns(x) if self._conditions else None
         return {p.name: p.decode_value(x[self._column[p.name]]) for p in self.parameters
-                if active is None or active[self._column[p.name]]}
+                if active is None or np.all(active[self._column[p.name]])}
 
     def validate_encoded(self, X, name="X"):
         """Check an encoded array and return it as a C-contiguous float64 2-d array.

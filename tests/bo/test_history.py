@@ -57,3 +57,11 @@ def test_bad_values_are_typed_errors_and_a_0d_array_is_a_number():
     assert trial.value == 2.5 and not trial.failed
     y = opt.ask()
     assert opt.tell(y, np.array(np.nan)).failed and math.isnan(opt.trials[-1].value)
+
+
+def test_a_0d_array_is_its_value_for_every_kind_of_parameter():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Integer("k", 0, 5), ff.Categorical("c", ["a", "b"])])
+    plain = space.encode({"x": 0.5, "k": 3, "c": "b"})
+    assert np.array_equal(space.encode({"x": np.array(0.5), "k": np.array(3), "c": np.array("b")}), plain)
+    with pytest.raises(ff.InvalidValueError, match="'x'"):
+        space.encode({"x": np.array([0.5]), "k": 3, "c": "b"})
