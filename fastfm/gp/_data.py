@@ -89,10 +89,10 @@ def transform_y(y, log_transform_y, normalize_y):
     if log_transform_y == "shift":
         # t(y) = log(1 + (y − min y)/s), s = std(y): defined for any finite y, scale-free
         shift = float(np.min(y)) if y.size else 0.0
-        scale = float(np.std(y)) if y.size else 1.0
+        scale = _mean_std(y)[1] if y.size else 1.0
         if not scale > 0:
             scale = 1.0
-        y = np.log1p((y - shift) / scale)
+        y = np.log1p(_standardised(y, shift, scale))
     elif log_transform_y:
         bad = np.flatnonzero(y <= 0)
         if bad.size:
@@ -102,13 +102,35 @@ def transform_y(y, log_transform_y, normalize_y):
                 "y", float(y[bad[0]]))
         y = np.log(y)
     if normalize_y and y.size:
-        mean = float(np.mean(y))
-        std = float(np.std(y))
+        mean, std = _mean_std(y)
         if not std > 0:  # a constant y or a single observation: keep unit scale
             std = 1.0
     else:
         mean, std = 0.0, 1.0
-    return (y - mean) / std, mean, std, shift, scale
+    return _standardised(y, mean, std), mean, std, shift, scale
+
+
+# Outside these magnitudes y² (in the std) or y − mean may overflow, or y² underflow to 0, in float64: such y are
+# divided by max |y| first.  Within them the plain formulas run, so that ordinary targets give the same bits as
+# always.
+_SAFE_PEAK = (1e-150, 1e150)
+
+
+def _mean_std(y):
+    """(mean, std) of y, right for every finite y in the float64 range (y ≈ 1e300 overflowed y², 1e-300 underflowed)."""
+    peak = float(np.max(np.abs(y)))
+    if peak == 0 or _SAFE_PEAK[0] < peak < _SAFE_PEAK[1]:
+        return float(np.mean(y)), float(np.std(y))
+    z = y / peak
+    return peak * float(np.mean(z)), peak * float(np.std(z))
+
+
+def _standardised(y, center, scale):
+    """(y − center)/scale without overflowing the difference where y and center are near the float64 limit."""
+    peak = float(np.max(np.abs(y))) if y.size else 0.0
+    if peak == 0 or _SAFE_PEAK[0] < peak < _SAFE_PEAK[1]:
+        return (y - center) / scale
+    return (y / peak - center / peak) / (scale / peak)
 
 
 def check_n_features(X, n_features, name="X"):
