@@ -191,6 +191,16 @@ def _check_weight(name, edge, weight):
     return w
 
 
+def _as_list(name, value, what, items):
+    """``value`` as a list, or SpaceDefinitionError when it is not a sequence (a string or None is not one here)."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise SpaceDefinitionError(f"Graph {name!r}: {what} must be a sequence of {items}, got {value!r}")
+    try:
+        return list(value)
+    except TypeError:
+        raise SpaceDefinitionError(f"Graph {name!r}: {what} must be a sequence of {items}, got {value!r}") from None
+
+
 def normalise_edges(name, n_states, edges, weights=None, labels=None):
     """Validate a user edge list; return (edges as sorted index pairs, weights as floats), one entry per edge.
 
@@ -204,21 +214,9 @@ def normalise_edges(name, n_states, edges, weights=None, labels=None):
     SpaceDefinitionError
         Naming the graph, the offending edge and the offending value.
     """
-    if edges is None or isinstance(edges, (str, bytes)):
-        raise SpaceDefinitionError(f"Graph {name!r}: edges must be a sequence of (u, v) pairs, got {edges!r}")
-    try:
-        edges = list(edges)
-    except TypeError:
-        raise SpaceDefinitionError(
-            f"Graph {name!r}: edges must be a sequence of (u, v) pairs, got {edges!r}") from None
+    edges = _as_list(name, edges, "edges", "(u, v) pairs")
     if weights is not None:
-        if isinstance(weights, (str, bytes)):
-            raise SpaceDefinitionError(f"Graph {name!r}: weights must be a sequence of numbers, got {weights!r}")
-        try:
-            weights = list(weights)
-        except TypeError:
-            raise SpaceDefinitionError(
-                f"Graph {name!r}: weights must be a sequence of numbers, got {weights!r}") from None
+        weights = _as_list(name, weights, "weights", "numbers")
         if len(weights) != len(edges):
             raise SpaceDefinitionError(
                 f"Graph {name!r}: got {len(weights)} weights for {len(edges)} edges (weights={weights!r})")
