@@ -31,7 +31,8 @@ def machine():
 def commit():
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        h = subprocess.run(["git", "-C", here, "log", "-1", "--format=%h"], capture_output=True, text=True).stdout.strip()
+        h = subprocess.run(["git", "-C", here, "log", "-1", "--format=%h"], capture_output=True,
+                           text=True).stdout.strip()
         dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain"], capture_output=True,
                                     text=True).stdout.strip())
         return h + (" (with uncommitted changes)" if dirty else "")
@@ -80,3 +81,12 @@ def run_pool(job, jobs, processes, initializer, describe):
             results.append(r)
             print(f"[{time.perf_counter() - t0:6.0f} s] {describe(r)}", flush=True)
     return results, time.perf_counter() - t0
+
+
+def add_protocol_arguments(parser, seeds):
+    """The options every batch-BO measurement shares: seeds, budget, initial design, worker processes, --json."""
+    parser.add_argument("--seeds", type=int, default=seeds, help="seeds 0..S-1")
+    parser.add_argument("--budget", type=int, default=40)
+    parser.add_argument("--n-init", type=int, default=10)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--json", default=None, help="write the raw results here")

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import finish, header, mean_se, run_pool  # noqa: E402
+from _common import add_protocol_arguments, finish, header, mean_se, run_pool  # noqa: E402
 
 PROBLEMS = ("Func3C", "Ackley5C")
 
@@ -111,12 +111,8 @@ def main():
     p.add_argument("--methods", nargs="+", default=["fastfm", "optuna-tpe"],
                    choices=["fastfm", "optuna-tpe", "optuna-tpe-cl"],
                    help="optuna-tpe-cl: TPESampler(constant_liar=True), Optuna's own batch mode")
-    p.add_argument("--seeds", type=int, default=10, help="seeds 0..S-1")
-    p.add_argument("--budget", type=int, default=40)
-    p.add_argument("--n-init", type=int, default=10)
+    add_protocol_arguments(p, seeds=10)
     p.add_argument("--checkpoints", type=int, nargs="+", default=[20, 40])
-    p.add_argument("--processes", type=int, default=2)
-    p.add_argument("--json", default=None)
     args = p.parse_args()
     meta = header(args)
     jobs = [(pr, m, q, s, args.budget, args.n_init) for s in range(args.seeds) for pr in args.problems

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import finish, header, mean_se, run_pool  # noqa: E402
+from _common import add_protocol_arguments, finish, header, mean_se, run_pool  # noqa: E402
 from batch_efficiency import _init_worker, _problem, best_at, run_fastfm  # noqa: E402
 
 THRESHOLD = 0.5
@@ -33,11 +33,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--modes", nargs="+", default=["impute", "ignore"])
     p.add_argument("--q", type=int, nargs="+", default=[1])
-    p.add_argument("--seeds", type=int, default=6)
-    p.add_argument("--budget", type=int, default=40)
-    p.add_argument("--n-init", type=int, default=10)
-    p.add_argument("--processes", type=int, default=2)
-    p.add_argument("--json", default=None)
+    add_protocol_arguments(p, seeds=6)
     args = p.parse_args()
     meta = header(args)
     jobs = [(m, q, s, args.budget, args.n_init) for s in range(args.seeds) for m in args.modes for q in args.q]

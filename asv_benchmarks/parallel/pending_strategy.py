@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import finish, header, mean_se, run_pool  # noqa: E402
+from _common import add_protocol_arguments, finish, header, mean_se, run_pool  # noqa: E402
 from batch_efficiency import PROBLEMS, _init_worker, _problem, best_at, run_fastfm  # noqa: E402
 
 
@@ -27,12 +27,8 @@ def main():
     p.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=PROBLEMS)
     p.add_argument("--strategies", nargs="+", default=["believer", "liar_min"])
     p.add_argument("--q", type=int, default=4)
-    p.add_argument("--seeds", type=int, default=6)
-    p.add_argument("--budget", type=int, default=40)
-    p.add_argument("--n-init", type=int, default=10)
+    add_protocol_arguments(p, seeds=6)
     p.add_argument("--checkpoints", type=int, nargs="+", default=[20, 40])
-    p.add_argument("--processes", type=int, default=2)
-    p.add_argument("--json", default=None)
     args = p.parse_args()
     meta = header(args)
     jobs = [(pr, st, args.q, s, args.budget, args.n_init) for s in range(args.seeds) for pr in args.problems

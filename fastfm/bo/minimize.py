@@ -364,7 +364,7 @@ class _Loop:
         _, best_value = optimizer.best()
         self.bar.set_postfix_str(f"best={best_value:.6g}")
         self.bar.update(1)
-        if optimizer.n_told >= max(optimizer.n_init, 1) and all(t.failed for t in optimizer._trials):
+        if optimizer.n_told >= max(optimizer.n_init, 1) and math.isnan(best_value):     # no success yet
             self._stop("all_failed", f"every evaluation failed ({optimizer.n_told} of {optimizer.n_told}); "
                                      f"the last error: {trial.error}")
         if self.callback is not None and self.status is None:

@@ -18,6 +18,7 @@ import collections
 import contextlib
 import copy
 import dataclasses
+import json
 import math
 import numbers
 import os
@@ -49,7 +50,6 @@ class ModelFitWarning(RuntimeWarning):
 
 def _jsonable_setting(value):
     """A setting as JSON, or as a pickled object where JSON has no form for it (a kernel object, a callable)."""
-    import json
     try:
         json.dumps(value, allow_nan=False)
         return value
@@ -484,9 +484,13 @@ class Optimizer(_TrialRecords):
         return optimizer
 
     # ------------------------------------------------------------- suggestion
-    def _excluded(self):
-        pending = np.array([p.x for p in self._pending.values()]).reshape(-1, self.space.n_dims)
-        return np.vstack([self._X, pending])
+    def _pending_points(self):
+        """The encoded pending asks, shape (k, n_dims)."""
+        return np.array([p.x for p in self._pending.values()]).reshape(-1, self.space.n_dims)
+
+    def _excluded(self, pending=None):
+        """Told and pending points: never suggested again."""
+        return np.vstack([self._X, self._pending_points() if pending is None else pending])
 
     def _suggest(self):
         successes = sum(not t.failed for t in self._trials)
@@ -568,14 +572,14 @@ class Optimizer(_TrialRecords):
         ok = np.array([not t.failed for t in self._trials])
         values = np.array([t.value for t in self._trials])
         incumbent = self._X[ok][int(np.argmin(values[ok]))]
-        pending = np.array([p.x for p in self._pending.values()]).reshape(-1, self.space.n_dims)
+        pending = self._pending_points()
         model = fantasy.condition_on(gp, pending, self.pending_strategy)
         acquisition = acquisition_function(self.acquisition, gp.best_y_standardized_)
+        excluded = self._excluded(pending)
         if self._batch_candidates is None:
-            result = self._acq_optimizer.optimize(model, acquisition, incumbent, self._excluded(), self._rng)
+            result = self._acq_optimizer.optimize(model, acquisition, incumbent, excluded, self._rng)
         else:
-            result = self._acq_optimizer.optimize_next(model, acquisition, self._batch_candidates, self._excluded(),
-                                                       self._rng)
+            result = self._acq_optimizer.optimize_next(model, acquisition, self._batch_candidates, excluded, self._rng)
         self._batch_candidates = result.candidates
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
                                      "n_pending": len(pending)}
