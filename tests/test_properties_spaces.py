@@ -5,8 +5,8 @@ Integer, Categorical with mixed choice types, Ordinal, Graph (a random weighted 
 a random spanning tree plus extra edges), Set, and a conditional parameter ``active_if`` a
 Categorical value.
 
-Excluded from generation (known open limitation, not a property failure): Integer/Ordinal with more
-than ~1000 states (memory of the graph eigendecomposition, an open issue); ranges here stay <= 200.
+Integers come in every encoding: small graph-encoded ranges, ranges up to 10^12 values (a rounded
+continuous variable, ``Integer(encoding="auto")``), log-scaled ones, and explicit encodings.
 """
 import math
 
@@ -54,10 +54,18 @@ def real_params(draw, name):
 
 @st.composite
 def integer_params(draw, name):
+    kind = draw(st.sampled_from(["graph", "huge", "log", "explicit"]))
+    if kind == "huge":    # up to 10^12 values: encoding="auto" makes it a rounded continuous variable
+        low = draw(st.integers(-10 ** 12, 10 ** 12))
+        return ff.Integer(name, low, low + draw(st.integers(0, 10 ** 12)))
+    if kind == "log":
+        low = draw(st.integers(1, 10 ** 6))
+        return ff.Integer(name, low, low + draw(st.integers(0, 10 ** 9)), log=True)
     low = draw(st.integers(-1000, 1000))
-    # <= 200 states: more than ~1000 is a known open limitation (eigendecomposition memory), excluded
-    return ff.Integer(name, low, low + draw(st.integers(0, 199)),
-                      normalized_laplacian=draw(st.booleans()))
+    high = low + draw(st.integers(0, 199))
+    if kind == "explicit":
+        return ff.Integer(name, low, high, encoding=draw(st.sampled_from(["graph", "continuous"])))
+    return ff.Integer(name, low, high, normalized_laplacian=draw(st.booleans()))
 
 
 @st.composite

@@ -62,7 +62,8 @@ FITTED_ATTRIBUTES = [
 # added after e3e3b63 (issue 23, scikit-learn's estimator checks): n_features_in_, the number of columns fit saw;
 # a fit sets it, and a pickle from e3e3b63 still has the attributes above only (predict then skips the
 # column-count check)
-ADDED_FITTED_ATTRIBUTES = ["n_features_in_"]
+# added since e3e3b63: n_features_in_ (issue 23 §5), the transform of y used and its copula table (§2)
+ADDED_FITTED_ATTRIBUTES = ["n_features_in_", "y_transform_", "y_copula_"]
 
 
 # modules kept as aliases of moved code: every name still imports, with a DeprecationWarning

@@ -32,6 +32,7 @@ from .._version import __version__
 from ..acquisition import acquisition_function
 from ..exceptions import FastFMError, InvalidConfigError, InvalidValueError, StorageError, TrialStateError
 from ..gp import fantasy
+from ..gp._data import Y_TRANSFORMS
 from ..gp.priors import default_hyperparameter_prior
 from ..kernels import Kernel, make_kernel
 from ..optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
@@ -193,6 +194,10 @@ class _TrialRecords:
                 "settings": {k: _jsonable_setting(v) for k, v in self._settings.items()}, "time": time.time()}
 
 
+# kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
+_UNIT_DIAGONAL_KERNELS = ("modlap", "moddif", "fm")
+
+
 class Optimizer(_TrialRecords):
     """Ask/tell Bayesian optimiser on a mixed ``Space`` (minimisation).
 
@@ -212,11 +217,12 @@ class Optimizer(_TrialRecords):
     acquisition : {"logei", "ei", "ucb"}
     n_restarts : int, default 10
         Random restarts of the marginal-likelihood maximisation.
-    log_transform_y : {"shift", False, True}, default "shift"
-        Model log-transformed values: "shift" is log(1 + (y − min y)/std y), for
-        objectives of any sign (it tames heavy upper tails, which otherwise squash
-        the differences that matter near the minimum; see DEFAULT_LOG_PRIORS for
-        the measured effect); True is log(y) (y > 0); False models y as is.
+    log_transform_y : {"auto", "shift", "copula", False, True}, default "auto"
+        The transform of y the GP models (``GaussianProcessRegressor``): "shift" is log(1 + (y − min y)/std y)
+        (it tames heavy upper tails; see DEFAULT_LOG_PRIORS); "copula" the normal scores of y's ranks, which a
+        failure penalty (1e10 among values near 1) or a heavy tail cannot squash; "auto" is "copula" once the
+        largest y lies over 1000 interquartile ranges above the median, else "shift" (docs/benchmarks/
+        robustness.md, "Objective values"); True is log(y) (y > 0); False models y as is.
     hyperparameter_prior : "default", None or callable
         "default": weak Gaussian priors on the log hyperparameters
         (``default_hyperparameter_prior``); None: plain marginal likelihood; a
@@ -247,13 +253,14 @@ class Optimizer(_TrialRecords):
     """
 
     def __init__(self, space, kernel="modlap", n_init=10, seed=None, acquisition="logei", n_restarts=10,
-                 log_transform_y="shift", acq_options=None, backend="auto", gp_options=None,
+                 log_transform_y="auto", acq_options=None, backend="auto", gp_options=None,
                  hyperparameter_prior="default", pending="believer", failures="impute", storage=None):
         if not isinstance(n_init, numbers.Integral) or n_init < 1:
             raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
         acquisition_function(acquisition, 0.0)  # validate the name now
-        if log_transform_y not in (False, True, "shift"):
-            raise ValueError(f"log_transform_y must be False, True or 'shift', got log_transform_y={log_transform_y!r}")
+        if not any(log_transform_y is v or (isinstance(v, str) and log_transform_y == v) for v in Y_TRANSFORMS):
+            raise ValueError("log_transform_y must be 'auto', 'shift', 'copula', False or True, "
+                             f"got log_transform_y={log_transform_y!r}")
         if pending not in fantasy.FANTASY_STRATEGIES:
             raise ValueError(f"pending must be one of {list(fantasy.FANTASY_STRATEGIES)}, got pending={pending!r}")
         if failures not in _FAILURE_MODES:
@@ -313,10 +320,15 @@ class Optimizer(_TrialRecords):
         # a space with Set parameters: make_kernel multiplies the named kernel on the other
         # parameters (Matern52 when they have no discrete one) by a SetKernel per set
         if self.space.n_discrete == 0 and name in _FM_KERNEL_NAMES and not self.space.set_params:
-            warnings.warn(f"kernel {kernel!r} needs discrete variables; using Matern52 on this continuous space",
-                          RuntimeWarning, stacklevel=3)
+            # integers searched as rounded continuous variables (Integer(encoding="auto")) make a continuous
+            # space by design: no warning then
+            if not self.space.rounded_params:
+                warnings.warn(f"kernel {kernel!r} needs discrete variables; using Matern52 on this continuous space",
+                              RuntimeWarning, stacklevel=3)
             name = "matern52"
-        return make_kernel(name, self.space, backend=self.backend)
+        # FM kernels with a unit diagonal: else the ends of an ordinal's path draw every suggestion (kernels.fm)
+        options = {"unit_diagonal": True} if name in _UNIT_DIAGONAL_KERNELS else {}
+        return make_kernel(name, self.space, backend=self.backend, **options)
 
     # ---------------------------------------------------------------- ask/tell
     def ask(self, n=None):

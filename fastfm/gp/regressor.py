@@ -264,9 +264,15 @@ class _PredictionMixin:
 
     def _untransform_mean(self, t):
         """Back to the original units of y from the (de-standardised) modelled scale."""
-        if self.log_transform_y == "shift":
+        # fitted before y_transform_ existed: the option was the transform
+        transform = getattr(self, "y_transform_", self.log_transform_y)
+        if transform == "shift":
             return self.y_shift_ + self.y_log_scale_ * np.expm1(t)
-        if self.log_transform_y:
+        if transform == "copula":
+            # the observed (score, y) pairs joined by straight lines, flat beyond the smallest and largest
+            scores, values = self.y_copula_
+            return np.interp(t, scores, values)
+        if transform:
             return np.exp(t)
         return t
 
@@ -306,15 +312,19 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     normalize_y : bool, default True
         Standardise y (after the optional log) to zero mean and unit variance;
         a constant y or a single observation uses a unit scale.
-    log_transform_y : {False, True, "shift"}, default False
-        Model t(y) instead of y: True gives t(y) = log(y) and needs every y > 0
-        (InvalidValueError naming the first bad value otherwise); "shift" gives
-        t(y) = log(1 + (y − min y)/std y), defined for any y and scale-free
-        (``y_shift_`` = min y, ``y_log_scale_`` = std y, 1 if 0).  ``predict``
-        then returns t⁻¹ of the predictive mean of t(y), i.e. the predictive
-        *median* of y (t is monotone), while std/cov stay in the units of t(y)
-        (natural-log units: the spread of log y).  ``predict_standardized*``
-        and the incumbent ordering are unaffected (t is increasing).
+    log_transform_y : {False, True, "shift", "copula", "auto"}, default False
+        Model t(y) instead of y (the option's name is that of its first values): True gives
+        t(y) = log(y) and needs every y > 0 (InvalidValueError naming the first bad value
+        otherwise); "shift" gives t(y) = log(1 + (y − min y)/std y), defined for any y and
+        scale-free (``y_shift_`` = min y, ``y_log_scale_`` = std y, 1 if 0); "copula" gives the
+        normal scores of the ranks of y, Φ⁻¹((rank − ½)/n), which no outlier or heavy tail can
+        squash (``y_copula_`` holds the sorted (score, y) pairs that invert it); "auto" is
+        "copula" when the largest y lies more than ``AUTO_COPULA_SPAN`` interquartile ranges
+        above the median and "shift" otherwise (``y_transform_`` says which was used).
+        ``predict`` then returns t⁻¹ of the predictive mean of t(y), i.e. the predictive
+        *median* of y (t is monotone; the copula's t⁻¹ interpolates the observed values), while
+        std/cov stay in the units of t(y).  ``predict_standardized*`` and the incumbent
+        ordering are unaffected (t is increasing).
     random_state : None, int or numpy Generator
         Seeds the random restarts; an int makes ``fit`` deterministic.
     copy_X_train : bool, default True
@@ -384,6 +394,10 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         Standardised (and, if asked, log-transformed) targets.
     y_mean_, y_std_ : float
         Standardisation: y_train_ = (t(y) − y_mean_)/y_std_, t the ``log_transform_y`` map or identity.
+    y_transform_ : False, True, "shift" or "copula"
+        The transform of y used (``log_transform_y`` with "auto" resolved).
+    y_copula_ : (ndarray, ndarray) or None
+        The "copula" transform's sorted (normal score, y) pairs.
     y_shift_, y_log_scale_ : float
         Parameters of the "shift" log transform (0.0 and 1.0 otherwise).
     alpha_ : ndarray of shape (N,)
@@ -449,12 +463,14 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         return X
 
     def _transform_y(self, y):
-        """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_) with the checks of ``fit`` (``_data.transform_y``)."""
+        """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_, y_transform_, y_copula_) with the checks of ``fit``
+        (``_data.transform_y``)."""
         return _data.transform_y(y, self.log_transform_y, self.normalize_y)
 
     def _check_params(self):
-        if self.log_transform_y not in (False, True, "shift"):
-            raise ValueError("log_transform_y must be False, True or 'shift', "
+        if not any(self.log_transform_y is v or (isinstance(v, str) and self.log_transform_y == v)
+                   for v in _data.Y_TRANSFORMS):
+            raise ValueError("log_transform_y must be False, True, 'shift', 'copula' or 'auto', "
                              f"got log_transform_y={self.log_transform_y!r}")
         if self.optimizer not in ("fmin_l_bfgs_b", None):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got optimizer={self.optimizer!r}")
@@ -502,7 +518,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         """
         noise, noise_log_bounds = self._check_params()
         X = self._as_array(X, check_width=False)
-        y_train, y_mean, y_std, y_shift, y_log_scale = self._transform_y(y)
+        y_train, y_mean, y_std, y_shift, y_log_scale, y_transform_name, y_copula = self._transform_y(y)
         if X.shape[0] != y_train.shape[0]:
             raise InvalidConfigError(f"X has {X.shape[0]} rows but y has {y_train.shape[0]} values", "y")
         if X.shape[0] == 0:
@@ -510,7 +526,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         if self.copy_X_train:
             X = X.copy()
         solver, max_exact_n = solvers.select_solver(self.method, self.max_exact_n, self.cg_options, X.shape[0])
-        y_transform = (y_mean, y_std, y_shift, y_log_scale)
+        y_transform = (y_mean, y_std, y_shift, y_log_scale, y_transform_name, y_copula)
         # fit works on a copy: using a kernel fills its caches, and fit leaves its parameters as they were
         kernel = copy.deepcopy(self.kernel)
         if solver is ExactSolver:
@@ -552,7 +568,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         self.X_train_ = X
         self.n_features_in_ = X.shape[1]
         self.y_train_ = y_train
-        self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_ = y_transform
+        self.y_mean_, self.y_std_, self.y_shift_, self.y_log_scale_, self.y_transform_, self.y_copula_ = y_transform
         self.L_ = L
         self.jitter_ = jitter
         self.alpha_ = alpha

@@ -59,6 +59,7 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
         name = kernel_name.lower()
         if sub.n_discrete == 0 and name not in ("rbf", "matern52"):
             name = "matern52"
+            kwargs.pop("unit_diagonal", None)     # an FM kernel's option
         factors.append(SubspaceKernel(make_kernel(name, sub, backend=backend, **kwargs), space))
     for p in space.set_params:
         fixed = "fixed" if factors else VARIANCE_BOUNDS

@@ -23,6 +23,23 @@ point lost ~4 digits.  The gradient reductions therefore sum the a ≠ b pairs i
 backend and add the a = b pairs from ``_zero_distance_tables``, where the
 cancellation is done analytically.
 
+Unit diagonal (issue 23 §1).  On a graph whose vertices differ in degree (a path: its two ends; a star;
+most user graphs) F_p(v, v, 0) is not the same for every state: on a path the ends' is larger (1.38× per
+variable for ModLap at β = 1, so ≈ 48× at the corners of twelve integers), and with it the prior variance
+and the acquisition, which drew every suggestion to the bounds.  ``unit_diagonal=True`` (what BO uses:
+``fastfm.Optimizer`` builds its FM kernels with it) normalises each factor to a unit diagonal relative to
+its mean:
+
+    F̃_p(v, v', s) = F_p(v, v', s) · w_p(v) w_p(v'),   w_p(v) = (c_p / F_p(v, v, 0))^½,
+
+so k̃(x, x') = k(x, x') w(x) w(x') with w(x) = Π_p w_p(v_p): a positive diagonal scaling of a PSD matrix
+(PSD; still decreasing in the continuous distance, FM-P3), with k̃(x, x) = ``variance`` everywhere.  The
+backends compute k; the scaling and its β derivative (∂log w_p(v)/∂log β_p = −½ e_p(v), with e_p of
+``_zero_distance_tables``) are applied here.  For vertex-transitive graphs (complete graphs, cycles) w ≡ 1
+and nothing is done, so nominal-only spaces keep their numbers bit for bit.  The kernels' own default stays
+the paper's: in GP regression on the mixed regression set (10 ordinals) the scaled kernel fitted slightly
+worse (test RMSE +1 to +3 %, 3 seeds; docs/benchmarks/robustness.md).
+
 On a conditional space (SPEC §3) the FM kernels need nothing of their own:
 the ``Space`` encoding already gives every inactive value a defined place
 (see ``fastfm.space.space``).  An inactive continuous dimension is encoded
@@ -85,7 +102,7 @@ class _ModulatedKernel(SpaceKernel):
         return np.prod(_per_row(self._memo("diag_tables", self._compute_diag_tables)[0], D), axis=1)
 
     def _compute_diag_tables(self):
-        return _zero_distance_tables(self.space, self._modulation, self._betas())
+        return _zero_distance_tables(self.space, self._modulation, self._betas())[:2]
 
     def _zero_distance_log_derivatives(self, D):
         """e_p(v_a) of ``_zero_distance_tables`` for each row, shape (N, P)."""
@@ -142,7 +159,54 @@ def _zero_distance_tables(space, modulation, betas):
     diag_table = np.matmul(layout.projector_diagonals, f[:, :, None])[:, :, 0]
     numerator = np.matmul(layout.deviations, (c[:, None] * h - dc[:, None] * f)[:, :, None])[:, :, 0]
     diag_table[layout.padding] = 1.0                  # states beyond n_p: neutral entries, never indexed
-    return diag_table, numerator / (c[:, None] * diag_table)
+    return diag_table, numerator / (c[:, None] * diag_table), c
+
+
+def _unit_diagonal_tables(space, modulation, betas):
+    """(log w_p(v), ∂log w_p(v)/∂log β_p) as (n_variables, max states) tables, w_p(v) = (c_p/F_p(v, v, 0))^½
+    (module docstring, "Unit diagonal"); None when every graph is vertex-transitive (w ≡ 1)."""
+    if not _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations:
+        return None
+    diag_table, dlog_table, c = _zero_distance_tables(space, modulation, betas)
+    return 0.5 * (np.log(c)[:, None] - np.log(diag_table)), -0.5 * dlog_table
+
+
+def _row_weights(tables, D):
+    """(w, ∂log w/∂log β) per row of D: shapes (N,) and (N, P); w(x) = Π_p w_p(v_p)."""
+    log_w, g = tables
+    return np.exp(np.sum(_per_row(log_w, D), axis=1)), _per_row(g, D)
+
+
+# Entries of K recomputed at a time for the unit-diagonal β share (at most 8 MB of them).
+_SHARE_BLOCK_ENTRIES = 1 << 20
+
+
+def _unit_diagonal_reduction(reduce, gram_rows, W_off, w, G, beta_start, symmetric_weights):
+    """Σ_ab W_ab ∂k̃_ab/∂θ over a ≠ b for k̃ = w_a K_ab w_b (module docstring, "Unit diagonal").
+
+    Σ W ∂(w_a w_b K_ab) = Σ W'_ab ∂K_ab + Σ_ab W'_ab K_ab (g(a) + g(b)) with W' = W ∘ wwᵀ and g(a) = ∂log w_a/∂log β:
+    ``reduce(W')`` is the backend's reduction (β block, normaliser included), ``gram_rows(rows)`` the unscaled
+    K[rows, :] for the second sum, computed a block of rows at a time so that no second N × N array is held.
+    W_off (zero diagonal) is scaled in place and restored."""
+    W_off *= w[:, None]
+    W_off *= w[None, :]
+    try:
+        vector = reduce(W_off)
+        per_point = np.empty(len(w))
+        # an eighth of K at most at a time: the GP likelihood holds one N × N array, a composite kernel two
+        # (tests/test_gp.py)
+        block = max(1, min(_SHARE_BLOCK_ENTRIES // max(1, len(w)), -(-len(w) // 8)))
+        for start in range(0, len(w), block):
+            rows = slice(start, start + block)
+            weights = W_off[rows] if symmetric_weights else W_off[rows] + W_off[:, rows].T
+            per_point[rows] = np.einsum("ab,ab->a", weights, gram_rows(rows))
+        if symmetric_weights:
+            per_point *= 2.0
+    finally:
+        W_off /= w[None, :]
+        W_off /= w[:, None]
+    vector[beta_start:beta_start + G.shape[1]] += per_point @ G
+    return vector
 
 
 class _ZeroDistanceLayout:
@@ -242,15 +306,24 @@ class FMKernel(_ModulatedKernel):
     alpha, beta : float or array of shape (n_discrete,)
         α_p (modulation strength) and β_p (graph smoothing) per discrete variable.
     variance : float
-        Average prior variance at zero continuous distance (module docstring).
+        Average prior variance at zero continuous distance (module docstring); with ``unit_diagonal`` the
+        prior variance at every point.
     *_bounds : (low, high) or "fixed"
     backend : {"auto", "numpy", "cpp", "cuda"}
+    unit_diagonal : bool, default False
+        Normalise every factor to a unit diagonal (module docstring, "Unit diagonal"), so that the prior
+        variance does not depend on a state's degree in its graph.  False: the paper's Eq. 5 as it stands.
+        BO (``fastfm.Optimizer``, ``minimize``) builds its FM kernels with True.
     """
+
+    # class default: also what a kernel pickled before the option had
+    unit_diagonal = False
 
     def __init__(self, space, coefficients=(1.0,), exponent=2.0, lengthscale=0.5, alpha=1.0, beta=1.0,
                  variance=1.0, lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS,
-                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto", unit_diagonal=False):
         super().__init__(space, backend)
+        self.unit_diagonal = bool(unit_diagonal)
         if space.n_discrete == 0:
             raise SpaceDefinitionError(
                 f"{type(self).__name__} needs at least one discrete variable; the space has none "
@@ -275,7 +348,19 @@ class FMKernel(_ModulatedKernel):
                 ("beta", self.space.n_discrete), ("variance", 1)]
 
     def _static_key(self):
-        return (tuple(np.atleast_1d(np.asarray(self.coefficients, dtype=float))), float(self.exponent))
+        return (tuple(np.atleast_1d(np.asarray(self.coefficients, dtype=float))), float(self.exponent),
+                bool(self.unit_diagonal))
+
+    def _unit_tables(self):
+        """``_unit_diagonal_tables`` at the current β, or None (no scaling: off, or w ≡ 1)."""
+        if not self.unit_diagonal:
+            return None
+        return self._memo("unit_tables", lambda: _unit_diagonal_tables(self.space, self._modulation, self._betas()))
+
+    def _unit_weights(self, D):
+        """w(x) per row of D (module docstring, "Unit diagonal"), or None when no scaling applies."""
+        tables = self._unit_tables()
+        return None if tables is None else _row_weights(tables, D)[0]
 
     def _compute_args(self):
         return (self.space.packed_spectra, self._values("alpha", self.space.n_discrete), self._betas(),
@@ -288,10 +373,24 @@ class FMKernel(_ModulatedKernel):
     def _gram(self, X, Y):
         C1, D1 = self._scaled(X)
         C2, D2 = (None, None) if Y is None else self._scaled(Y)
-        return self._backend_call("fm_gram", C1, D1, C2, D2, *self._args())
+        K = self._backend_call("fm_gram", C1, D1, C2, D2, *self._args())
+        return self._scale_by_weights(K, D1, D1 if Y is None else D2)
+
+    def _scale_by_weights(self, K, D1, D2):
+        """K ∘ w(D1) w(D2)ᵀ in place (K of shape (N, M) or (N, M, ...)); K as it is without scaling."""
+        w1 = self._unit_weights(D1)
+        if w1 is None:
+            return K
+        w2 = w1 if D2 is D1 else self._unit_weights(D2)
+        trailing = (1,) * (K.ndim - 2)
+        K *= w1.reshape((-1, 1) + trailing)
+        K *= w2.reshape((1, -1) + trailing)
+        return K
 
     def _diag(self, X):
         _, D = self._split(X)
+        if self._unit_tables() is not None:
+            return np.full(len(D), float(self.variance))
         return self._effective_variance() * self._diag_factors(D)
 
     def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
@@ -309,20 +408,26 @@ class FMKernel(_ModulatedKernel):
             raise ValueError(f"new_state holds a state index outside its variable's range: {new_state!r}")
         backend = self._backend_module()
         if hasattr(backend, "fm_neighbour_gram_batch"):
-            return backend.fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, *self._args())
-        # a backend with only the one-point form: one call per base point
-        single = backend_function(backend, "fm_neighbour_gram")
-        K = np.empty((len(owner), C.shape[0]))
-        for s in np.unique(owner):
-            rows = np.flatnonzero(owner == s)
-            K[rows] = single(C0[s], D0[s], C, D, var_index[rows], new_state[rows], *self._args())
-        return K
+            K = backend.fm_neighbour_gram_batch(C0, D0, C, D, owner, var_index, new_state, *self._args())
+        else:
+            # a backend with only the one-point form: one call per base point
+            single = backend_function(backend, "fm_neighbour_gram")
+            K = np.empty((len(owner), C.shape[0]))
+            for s in np.unique(owner):
+                rows = np.flatnonzero(owner == s)
+                K[rows] = single(C0[s], D0[s], C, D, var_index[rows], new_state[rows], *self._args())
+        if self._unit_tables() is None:
+            return K
+        D_neighbours = D0[owner].copy()
+        D_neighbours[np.arange(len(owner)), var_index] = new_state
+        return self._scale_by_weights(K, D_neighbours, D)
 
     def _gram_and_input_gradient(self, X1, X2):
         C1, D1 = self._scaled(X1)
         C2, D2 = self._scaled(X2)
         K, dK = self._backend_call("fm_cross_gradient", C1, D1, C2, D2, *self._args())
-        return K, dK / self._values("lengthscale", self.space.n_continuous)[None, None, :]
+        dK = dK / self._values("lengthscale", self.space.n_continuous)[None, None, :]
+        return self._scale_by_weights(K, D1, D2), self._scale_by_weights(dK, D1, D2)
 
     def _full_reduction(self, X, W):
         return self._reduction_split_at_the_diagonal(X, W, symmetric_weights=False)
@@ -334,10 +439,22 @@ class FMKernel(_ModulatedKernel):
         """The backend sums the a ≠ b pairs, ``_add_zero_distance_share`` the a = b ones (no cancellation
         in the β gradients there, see ``_zero_distance_tables``); W itself is not modified."""
         W_off, w_diag = _weights_without_diagonal(W)
-        vector = self._reduction("fm_grad_reduction", X, W_off, symmetric_weights=symmetric_weights)
         _, D = self._split(X)
         beta_start = self.space.n_continuous + self.space.n_discrete   # after [log θ | log α]
-        return self._add_zero_distance_share(vector, beta_start, D, w_diag)
+        tables = self._unit_tables()
+        if tables is None:
+            vector = self._reduction("fm_grad_reduction", X, W_off, symmetric_weights=symmetric_weights)
+            return self._add_zero_distance_share(vector, beta_start, D, w_diag)
+        # unit diagonal: the a ≠ b pairs by _unit_diagonal_reduction; the a = b pairs have k̃_aa = variance,
+        # whose only derivative is the log-variance one
+        w, G = _row_weights(tables, D)
+        C, _ = self._scaled(X)
+        vector = _unit_diagonal_reduction(
+            lambda scaled: self._reduction("fm_grad_reduction", X, scaled, symmetric_weights=symmetric_weights),
+            lambda rows: self._backend_call("fm_gram", C[rows], D[rows], C, D, *self._args()),
+            W_off, w, G, beta_start, symmetric_weights)
+        vector[-1] += float(self.variance) * float(np.sum(w_diag))
+        return vector
 
     def _low_rank_reduction(self, X, U, Z):
         """``_full_reduction`` with W = U Zᵀ (U, Z of shape (N, r)), never forming W (fastfm.gp.solvers.cg).
@@ -345,7 +462,19 @@ class FMKernel(_ModulatedKernel):
         Here the a = b pairs stay in the backend's sums (splitting them off needs W): the nominal β
         gradients then carry rounding of the size of ε Σ_a |W_aa K_aa ∂log c_p/∂log β_p|, far below
         the noise of the stochastic estimator these weights come from."""
-        return self._reduction("fm_grad_reduction_low_rank", X, U, Z)
+        _, D = self._split(X)
+        tables = self._unit_tables()
+        if tables is None:
+            return self._reduction("fm_grad_reduction_low_rank", X, U, Z)
+        # unit diagonal (see _reduction_split_at_the_diagonal), every pair in the sums: Σ_ab (UZᵀ)_ab k̃_ab g(a)
+        # = Σ_a g(a) U_a·(k̃ Z)_a, and the same with U and Z swapped for g(b)
+        from .matvec import kernel_matvec
+        w, G = _row_weights(tables, D)
+        vector = self._reduction("fm_grad_reduction_low_rank", X, U * w[:, None], Z * w[:, None])
+        per_point = np.sum(U * kernel_matvec(self, X, Z), axis=1) + np.sum(Z * kernel_matvec(self, X, U), axis=1)
+        beta_start = self.space.n_continuous + self.space.n_discrete
+        vector[beta_start:beta_start + G.shape[1]] += per_point @ G
+        return vector
 
     def _reduction(self, function_name, X, *weights, symmetric_weights=False):
         """Full-length Σ W ∂K/∂θ from the backend function ``function_name`` taking (C, D, *weights, ...)."""
@@ -358,7 +487,10 @@ class FMKernel(_ModulatedKernel):
         return _FMLikelihoodTerms(self, X)
 
     def _device_module(self, X):
-        # the device-resident likelihood itself is _FMLikelihoodTerms' (gram_on_device, reduction_on_device)
+        # the device-resident likelihood itself is _FMLikelihoodTerms' (gram_on_device, reduction_on_device);
+        # the unit-diagonal scaling is applied on the host (a GPU Gram then comes back to it)
+        if self._unit_tables() is not None:
+            return None
         _, D = self._split(X)
         return gpu_module_for(self._backend_module(), "fm_gram", (None, D, None, None, self.space.packed_spectra))
 
@@ -370,6 +502,14 @@ class FMKernel(_ModulatedKernel):
         _, dlog_c = self._normaliser()
         dK[:, :, Dc + P:Dc + 2 * P] -= dlog_c[None, None, :] * K[:, :, None]
         _set_zero_distance_beta_derivatives(dK[:, :, Dc + P:Dc + 2 * P], K, self._zero_distance_log_derivatives(D))
+        tables = self._unit_tables()
+        if tables is None:
+            return K, dK
+        w, G = _row_weights(tables, D)
+        K, dK = self._scale_by_weights(K, D, D), self._scale_by_weights(dK, D, D)
+        dK[:, :, Dc + P:Dc + 2 * P] += K[:, :, None] * (G[:, None, :] + G[None, :, :])
+        diagonal = np.arange(len(D))
+        dK[diagonal, diagonal, Dc + P:Dc + 2 * P] = 0.0     # k̃_aa = variance: no β derivative
         return K, dK
 
 
@@ -414,7 +554,8 @@ class _FMLikelihoodTerms:
         self.spectra = space.packed_spectra
         self.modulation = kernel._modulation
         self.device = kernel._device_module(X)
-        self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K) at the last θ
+        self.unit_diagonal = bool(kernel.unit_diagonal)
+        self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling) at the last θ
 
     def _arguments(self, theta):
         """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
@@ -431,7 +572,13 @@ class _FMLikelihoodTerms:
     def gram(self, theta):
         C, args, dlog_c, betas = self._arguments(theta)
         K = self._gram(C, self.D, None, None, *args)
-        self._at = (C, args, dlog_c, betas, K.diagonal().copy())   # the caller may add noise to K's diagonal
+        tables = _unit_diagonal_tables(self.kernel.space, self.modulation, betas) if self.unit_diagonal else None
+        scaling = None
+        if tables is not None:
+            scaling = _row_weights(tables, self.D)
+            K *= scaling[0][:, None]
+            K *= scaling[0][None, :]
+        self._at = (C, args, dlog_c, betas, K.diagonal().copy(), scaling)   # the caller may add noise to K's diagonal
         return K
 
     def gram_on_device(self, theta):
@@ -439,7 +586,7 @@ class _FMLikelihoodTerms:
         from .._backends import cuda_linalg
         C, args, dlog_c, betas = self._arguments(theta)
         K = self.device.fm_gram_device(C, self.D, *args)
-        self._at = (C, args, dlog_c, betas, cuda_linalg.diagonal(K))
+        self._at = (C, args, dlog_c, betas, cuda_linalg.diagonal(K), None)
         return K
 
     def reduction(self, W):
@@ -455,7 +602,15 @@ class _FMLikelihoodTerms:
         """Σ W ∂K/∂θ at the last ``gram``'s θ from W's off-diagonal part and its diagonal.
 
         The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal)."""
-        C, args, dlog_c, betas, K_diag = self._at
+        C, args, dlog_c, betas, K_diag, scaling = self._at
+        if scaling is not None:   # unit diagonal (FMKernel._reduction_split_at_the_diagonal)
+            w, G = scaling
+            vector = _unit_diagonal_reduction(
+                lambda scaled: _fm_reduction_vector(*self._grad_reduction(C, self.D, scaled, *args, True), dlog_c),
+                lambda rows: self._gram(C[rows], self.D[rows], C, self.D, *args),
+                W_off, w, G, self.n_continuous + self.n_discrete, True)
+            vector[-1] += float(np.sum(w_diag * K_diag))
+            return vector[self.mask]
         # W is symmetric: the C++ backend reads one triangle of it
         g_ls, g_alpha, g_beta, g_var = (grad_reduction or self._grad_reduction)(C, self.D, W_off, *args, True)
         vector = _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)
@@ -476,9 +631,9 @@ class ModLap(FMKernel):
 
     def __init__(self, space, lengthscale=0.5, alpha=1.0, beta=1.0, variance=1.0,
                  lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS,
-                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto", unit_diagonal=False):
         super().__init__(space, (1.0,), 2.0, lengthscale, alpha, beta, variance, lengthscale_bounds,
-                         alpha_bounds, beta_bounds, variance_bounds, backend)
+                         alpha_bounds, beta_bounds, variance_bounds, backend, unit_diagonal)
 
 
 class ModDif(FMKernel):
@@ -490,9 +645,9 @@ class ModDif(FMKernel):
 
     def __init__(self, space, lengthscale=0.5, alpha=1.0, beta=1.0, variance=1.0,
                  lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS,
-                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto"):
+                 beta_bounds=BETA_BOUNDS, variance_bounds=VARIANCE_BOUNDS, backend="auto", unit_diagonal=False):
         super().__init__(space, (1.0,), 2.0, lengthscale, alpha, beta, variance, lengthscale_bounds,
-                         alpha_bounds, beta_bounds, variance_bounds, backend)
+                         alpha_bounds, beta_bounds, variance_bounds, backend, unit_diagonal)
 
     @property
     def _modulation(self):

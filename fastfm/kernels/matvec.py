@@ -36,7 +36,11 @@ def kernel_matvec(kernel, X, V, Y=None):
         C1, D1 = scaled(kernel._check_X(X))
         C2, D2 = (None, None) if Y is None else scaled(kernel._check_X(Y, "Y"))
         function = backend_function(kernel._backend_module(), "fm_gram_matvec")
-        out = function(C1, D1, C2, D2, V2, *kernel._args())
+        w1, w2 = _unit_weights(kernel, D1, D2)
+        if w1 is None:
+            out = function(C1, D1, C2, D2, V2, *kernel._args())
+        else:   # k̃(x, y) = w(x) k(x, y) w(y) (fastfm.kernels.fm, "Unit diagonal")
+            out = w1[:, None] * function(C1, D1, C2, D2, w2[:, None] * V2, *kernel._args())
     else:
         out = _blocked_matvec(kernel, X, V2, Y)
     return out[:, 0] if vector else out
@@ -61,7 +65,24 @@ def _single_precision_product(kernel, X, Y=None):
     # the single-precision form depends on the hyperparameters only: one point tells
     if function(C1[:1], D1[:1], None, None, np.zeros((1, 1)), *args) is None:
         return None
-    return lambda V: function(C1, D1, C2, D2, np.ascontiguousarray(V, dtype=np.float64), *args)
+    w1, w2 = _unit_weights(kernel, D1, D2)
+    if w1 is None:
+        return lambda V: function(C1, D1, C2, D2, np.ascontiguousarray(V, dtype=np.float64), *args)
+
+    def scaled_product(V):   # k̃(x, y) = w(x) k(x, y) w(y) (fastfm.kernels.fm, "Unit diagonal")
+        V = np.asarray(V, dtype=np.float64)
+        out = function(C1, D1, C2, D2, np.ascontiguousarray(w2.reshape((-1,) + (1,) * (V.ndim - 1)) * V), *args)
+        return w1.reshape((-1,) + (1,) * (out.ndim - 1)) * out
+    return scaled_product
+
+
+def _unit_weights(kernel, D1, D2):
+    """(w(D1), w(D2 or D1)) of an FM kernel's unit-diagonal scaling, or (None, None) when it has none."""
+    unit_weights = getattr(kernel, "_unit_weights", None)
+    w1 = None if unit_weights is None else unit_weights(D1)
+    if w1 is None:
+        return None, None
+    return w1, (w1 if D2 is None else unit_weights(D2))
 
 
 def _blocked_matvec(kernel, X, V, Y):

@@ -300,8 +300,8 @@ class Categorical(_ChoiceParameter):
         return complete_graph_spectrum(self.n_states, self.normalized_laplacian)
 
 
-class Ordinal(_ChoiceParameter):
-    """Ordered choices: a path graph in the given order."""
+class _Ordered:
+    """The graph of an ordered variable (an ``Ordinal`` or a graph-encoded ``Integer``): the path of the order."""
 
     graph_kind = "path"
 
@@ -312,28 +312,130 @@ class Ordinal(_ChoiceParameter):
         return path_graph_spectrum(self.n_states, self.normalized_laplacian)
 
 
-class Integer(_DiscreteParameter):
-    """Integers low..high (inclusive), ordinal: a path graph on the values."""
+class Ordinal(_Ordered, _ChoiceParameter):
+    """Ordered choices.
 
-    graph_kind = "path"
+    Parameters
+    ----------
+    name : str
+    choices : sequence
+        In their order; distinct, hashable, equal to themselves.
+    encoding : {"graph", "continuous"}, default "graph"
+        "graph": a discrete variable on the path of the choices (``_Ordered``); "continuous": the
+        choice's index scaled to [0, 1], a continuous variable rounded to the nearest index on decode.
+    normalized_laplacian : bool, default False
+        Graph encoding only: use the normalised Laplacian.
+    active_if : dict, optional
+    """
 
-    def __init__(self, name, low, high, normalized_laplacian=False, active_if=None):
+    encoding = "graph"   # class default: also what an Ordinal pickled before the option had
+
+    def __init__(self, name, choices, normalized_laplacian=False, active_if=None, *, encoding="graph"):
+        super().__init__(name, choices, normalized_laplacian, active_if)
+        if encoding not in ("graph", "continuous"):
+            raise SpaceDefinitionError(
+                f"Ordinal {name!r}: encoding must be 'graph' or 'continuous', got encoding={encoding!r}")
+        self.encoding = encoding if self.n_states > 1 else "graph"   # one choice: nothing to scale
+        self.is_continuous = self.encoding == "continuous"
+
+    def _repr_fields(self):
+        return {"choices": self.choices, **({"encoding": "continuous"} if self.is_continuous else {})}
+
+    def encode_value(self, value):
+        index = super().encode_value(value)
+        return index / (self.n_states - 1) if self.is_continuous else index
+
+    def decode_value(self, code):
+        if not self.is_continuous:
+            return super().decode_value(code)
+        return self.choices[int(np.rint(min(max(float(code), 0.0), 1.0) * (self.n_states - 1)))]
+
+    def snap_codes(self, codes):
+        """Continuous encoding: each code moved to the code of its nearest choice."""
+        return np.rint(np.clip(codes, 0.0, 1.0) * (self.n_states - 1)) / (self.n_states - 1)
+
+    def sample_codes(self, rng, n):
+        codes = super().sample_codes(rng, n)
+        return codes / (self.n_states - 1) if self.is_continuous else codes
+
+
+# An Integer with more values than this is searched as a rounded continuous variable
+# (encoding="auto"); measured in docs/benchmarks/robustness.md, "Integers".
+MAX_GRAPH_INTEGER_STATES = 64
+_INTEGER_ENCODINGS = ("auto", "graph", "continuous")
+
+
+class Integer(_Ordered, _DiscreteParameter):
+    """Integers low..high (inclusive).
+
+    Parameters
+    ----------
+    name : str
+    low, high : int
+        Inclusive bounds.
+    log : bool, default False
+        Search on a log scale (needs low ≥ 1): the integer is then a rounded continuous variable
+        whose code is uniform in log(value).
+    encoding : {"auto", "graph", "continuous"}, default "auto"
+        "graph": a discrete variable whose states are the values, ordered (``_Ordered``).
+        "continuous": a continuous variable in [low, high] (or its log) rounded to the nearest
+        integer on decode; memory and time do not depend on the number of values.  "auto":
+        "continuous" when ``log`` or more than ``MAX_GRAPH_INTEGER_STATES`` values, else "graph".
+    normalized_laplacian : bool, default False
+        Graph encoding only: use the normalised Laplacian.
+    active_if : dict, optional
+        The parameter's condition (module docstring).
+    """
+
+    # class defaults: also what an Integer pickled before these options had
+    log = False
+    encoding = "graph"
+
+    def __init__(self, name, low, high, normalized_laplacian=False, active_if=None, *, log=False, encoding="auto"):
         super().__init__(name, normalized_laplacian, active_if)
         for label, bound in (("low", low), ("high", high)):
             if not isinstance(bound, (numbers.Integral, np.integer)) or isinstance(bound, bool):
                 raise SpaceDefinitionError(f"Integer {name!r}: {label} must be an integer, got {bound!r}")
         if not low <= high:
             raise SpaceDefinitionError(f"Integer {name!r}: need low <= high, got low={low!r}, high={high!r}")
-        self.low, self.high = int(low), int(high)
+        if encoding not in _INTEGER_ENCODINGS:
+            raise SpaceDefinitionError(
+                f"Integer {name!r}: encoding must be one of {_INTEGER_ENCODINGS}, got encoding={encoding!r}")
+        if log and low < 1:
+            raise SpaceDefinitionError(f"Integer {name!r}: log=True needs low >= 1, got low={low!r}")
+        self.low, self.high, self.log = int(low), int(high), bool(log)
+        if not _finite_float(self.high - self.low):
+            raise SpaceDefinitionError(f"Integer {name!r}: the range high - low = {self.high - self.low} overflows a float")
+        if encoding == "auto":
+            encoding = "continuous" if self.log or self.n_states > MAX_GRAPH_INTEGER_STATES else "graph"
+        if encoding == "graph" and self.log:
+            raise SpaceDefinitionError(f"Integer {name!r}: log=True needs encoding='continuous' (or 'auto')")
+        if encoding == "continuous" and self.n_states < 2:
+            encoding = "graph"   # one value: nothing to scale
+        self.encoding = encoding
+        self.is_continuous = encoding == "continuous"
 
     def _repr_fields(self):
-        return {"low": self.low, "high": self.high}
+        fields = {"low": self.low, "high": self.high}
+        if self.log:
+            fields["log"] = True
+        if self.is_continuous and not self.log and self.n_states <= MAX_GRAPH_INTEGER_STATES:
+            fields["encoding"] = "continuous"
+        elif not self.is_continuous and self.n_states > MAX_GRAPH_INTEGER_STATES:
+            fields["encoding"] = "graph"
+        return fields
 
     @property
     def n_states(self):
         return self.high - self.low + 1
 
-    def encode_value(self, value):
+    @cached_property
+    def _transformed_bounds(self):
+        if self.log:
+            return math.log(self.low), math.log(self.high)
+        return float(self.low), float(self.high)
+
+    def _check_value(self, value):
         if isinstance(value, bool) or not _is_real_number(value):
             raise InvalidValueError(
                 f"parameter {self.name!r} expects an integer, got {value!r} ({type(value).__name__})",
@@ -344,16 +446,39 @@ class Integer(_DiscreteParameter):
         if not self.low <= value <= self.high:
             raise OutOfBoundsError(
                 f"parameter {self.name!r} = {value!r} is outside [{self.low}, {self.high}]", self.name, value)
-        return float(value - self.low)
+        return value
+
+    def encode_value(self, value):
+        value = self._check_value(value)
+        if not self.is_continuous:
+            return float(value - self.low)
+        lo, hi = self._transformed_bounds
+        return ((math.log(value) if self.log else float(value)) - lo) / (hi - lo)
 
     def decode_value(self, code):
-        return self.low + self._check_code(code)
+        if not self.is_continuous:
+            return self.low + self._check_code(code)
+        return int(self._round_codes(np.array([float(code)]))[0])
 
-    def adjacency(self):
-        return _path_adjacency(self.n_states)
+    def _round_codes(self, codes):
+        """The integers nearest to continuous codes (clipped to [low, high]), as an int64 array."""
+        lo, hi = self._transformed_bounds
+        x = lo + np.clip(codes, 0.0, 1.0) * (hi - lo)
+        values = np.rint(np.exp(x) if self.log else x)
+        return np.clip(values, self.low, self.high).astype(np.int64)
 
-    def _compute_spectrum(self):
-        return path_graph_spectrum(self.n_states, self.normalized_laplacian)
+    def snap_codes(self, codes):
+        """Continuous encoding: each code moved to the code of its nearest integer (``decode`` then ``encode``)."""
+        lo, hi = self._transformed_bounds
+        values = self._round_codes(np.asarray(codes, dtype=float)).astype(float)
+        return ((np.log(values) if self.log else values) - lo) / (hi - lo)
+
+    def sample_codes(self, rng, n):
+        if not self.is_continuous:
+            return super().sample_codes(rng, n)
+        if self.log:   # uniform in log(value), at the integers' codes
+            return self.snap_codes(rng.random(n))
+        return (rng.integers(self.low, self.high + 1, size=n) - self.low) / float(self.high - self.low)
 
 
 class Graph(_DiscreteParameter):

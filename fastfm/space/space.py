@@ -250,12 +250,21 @@ class Space:
         return [p for p in self.continuous_params if isinstance(p, Set)]
 
     def canonical(self, X):
-        """Encoded points with every Set's points in canonical (lexicographic) order, same shape as X."""
+        """Encoded points as they decode and encode again, same shape as X: every Set's points in canonical
+        (lexicographic) order, and every continuous-encoded Integer at the code of its nearest integer (so that
+        an optimiser's point and the config it decodes to are one point, and a duplicate is seen as one)."""
         X = np.array(X, dtype=np.float64)
         rows = X.reshape(-1, self.n_dims)
         for p in self.set_params:
             rows[:, self._column[p.name]] = p.canonical_codes(rows[:, self._column[p.name]])
+        for p in self.rounded_params:
+            rows[:, self._column[p.name]] = p.snap_codes(rows[:, self._column[p.name]])
         return X
+
+    @cached_property
+    def rounded_params(self):
+        """The continuous parameters whose codes stand for integers (``Integer(encoding="continuous")``)."""
+        return [p for p in self.continuous_params if hasattr(p, "snap_codes")]
 
     @property
     def n_discrete(self):
@@ -304,9 +313,7 @@ class Space:
         # which has no neighbours (an inactive variable does not move)
         result = []
         for p in self.discrete_params:
-            spectrum = p.spectrum
-            laplacian = spectrum.laplacian()
-            adjacent = (np.abs(laplacian) > 1e-10) & ~np.eye(spectrum.n_states, dtype=bool)
+            adjacent = (p.adjacency() > 0) & ~np.eye(p.n_states, dtype=bool)
             result.append([np.flatnonzero(row) for row in adjacent]
                           + ([np.zeros(0, dtype=np.int64)] if p.is_conditional else []))
         return result

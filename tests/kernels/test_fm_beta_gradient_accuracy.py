@@ -5,7 +5,8 @@
 for a variable whose graph has constant projector diagonals (complete graphs, 2-state paths, cycles)
 they cancel exactly.  With many factors K falls off steeply away from its diagonal, so the true
 gradient can be 10⁻⁴ of those terms: here it is checked against a long-double reference to 1e-14 of
-its own scale, and the a = b entries are checked to be exactly 0.
+its own scale, and the a = b entries are checked to be exactly 0.  These are the paper's Eq. 5 kernels
+(``unit_diagonal=False``); the unit-diagonal scaling on top of them is tested in test_unit_diagonal.py.
 """
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ def _kernel(backend, kind="ModLap"):
     lengthscale = rng.uniform(0.2, 1.5, Dc)
     if kind == "GraphKernel":
         return ff.kernels.GraphKernel(SPACE, beta=common["beta"], variance=1.3, backend=backend)
-    return ff.kernels.ModLap(SPACE, lengthscale=lengthscale, **common)
+    return ff.kernels.ModLap(SPACE, lengthscale=lengthscale, unit_diagonal=False, **common)
 
 
 def _exact_projectors(p):

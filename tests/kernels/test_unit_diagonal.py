@@ -1,0 +1,163 @@
+"""FM kernels normalised to a unit diagonal (issue 23 §1, ``fastfm.kernels.fm`` "Unit diagonal").
+
+On a path graph the paper's factors have a larger diagonal at the ends: at default hyperparameters ModLap's
+prior variance on three integers 0..14 was 2.218 at the corners and 0.84 inside, and on twelve such
+integers every suggestion went to a bound.  With ``unit_diagonal=True`` (what BO uses) k̃(x, x') =
+w(x) k(x, x') w(x'), k̃(x, x) = variance everywhere.  Checked here for every entry point that computes
+k̃ or its derivatives, on both CPU backends, against k and finite differences.
+"""
+import numpy as np
+import pytest
+
+import fastfm as ff
+from fastfm._backends import available_backends
+from fastfm.kernels.matvec import _single_precision_product, kernel_matvec
+
+BACKENDS = [b for b in ("numpy", "cpp") if b in available_backends()]
+
+SPACES = {
+    "integers": ff.Space([ff.Integer(f"v{i}", 0, 14) for i in range(3)]),
+    "mixed": ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", -1.0, 1.0), ff.Integer("i", 0, 9),
+                       ff.Ordinal("o", ["s", "m", "l", "xl"]), ff.Categorical("c", list("abc")),
+                       ff.Graph("star", 5, [(0, k) for k in range(1, 5)])]),
+    "conditional": ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("kind", ["a", "b"]),
+                             ff.Integer("depth", 1, 6, active_if={"kind": "a"}), ff.Ordinal("o", [1, 2, 3])]),
+}
+KERNELS = {
+    "ModLap": lambda space, **kw: ff.kernels.ModLap(space, **kw),
+    "ModDif": lambda space, **kw: ff.kernels.ModDif(space, **kw),
+    "FM(0.5,1,0.25;t=1.3)": lambda space, **kw: ff.kernels.FMKernel(space, (0.5, 1.0, 0.25), 1.3, **kw),
+}
+
+
+def _kernel(name, space, backend, unit_diagonal=True, seed=0):
+    rng = np.random.default_rng(seed)
+    P, Dc = space.n_discrete, space.n_continuous
+    kw = dict(alpha=rng.uniform(0.2, 2.0, P), beta=rng.uniform(0.2, 2.0, P), variance=1.7, backend=backend,
+              unit_diagonal=unit_diagonal)
+    if Dc:
+        kw["lengthscale"] = rng.uniform(0.3, 1.2, Dc)
+    return KERNELS[name](space, **kw)
+
+
+@pytest.fixture(params=sorted(SPACES))
+def space(request):
+    return SPACES[request.param]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_prior_variance_is_the_same_everywhere_and_k_is_rescaled(space, name, backend):
+    X = space.sample_encoded(30, seed=3)
+    kernel = _kernel(name, space, backend)
+    plain = _kernel(name, space, backend, unit_diagonal=False)
+    K, K0 = kernel(X), plain(X)
+    np.testing.assert_allclose(np.diag(K), 1.7, rtol=1e-12)
+    np.testing.assert_allclose(kernel.diag(X), 1.7, rtol=0, atol=0)
+    d = np.sqrt(np.diag(K0))
+    np.testing.assert_allclose(K, 1.7 * K0 / np.outer(d, d), rtol=1e-12)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15 * np.max(K))
+    assert np.linalg.eigvalsh(K).min() > -1e-10 * np.max(K)
+    Y = space.sample_encoded(7, seed=4)
+    np.testing.assert_allclose(kernel(X, Y), 1.7 * plain(X, Y) / np.outer(d, np.sqrt(plain.diag(Y))), rtol=1e-12)
+
+
+def test_the_corner_bias_of_path_graphs_is_gone():
+    space = SPACES["integers"]
+    points = space.encode([{"v0": 0, "v1": 0, "v2": 0}, {"v0": 14, "v1": 14, "v2": 14}, {"v0": 7, "v1": 6, "v2": 8}])
+    before = ff.kernels.ModLap(space).diag(points)
+    assert before[0] / before[2] > 2.5          # 2.218 vs 0.84 at default hyperparameters
+    np.testing.assert_allclose(ff.kernels.ModLap(space, unit_diagonal=True).diag(points), 1.0)
+
+
+def test_nominal_spaces_are_untouched_bit_for_bit():
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("a", list("abcd")), ff.Categorical("b", [1, 2])])
+    X = space.sample_encoded(20, seed=0)
+    W = np.random.default_rng(0).standard_normal((20, 20))
+    on, off = ff.kernels.ModLap(space, beta=0.7, unit_diagonal=True), ff.kernels.ModLap(space, beta=0.7)
+    np.testing.assert_array_equal(on(X), off(X))
+    np.testing.assert_array_equal(on.gradient_reduction(X, W), off.gradient_reduction(X, W))
+
+
+def _finite_difference_reduction(kernel, X, W, h=1e-6):
+    theta = kernel.theta.copy()
+    out = np.empty(len(theta))
+    for j in range(len(theta)):
+        values = []
+        for step in (h, -h):
+            k = kernel.clone_with_theta(np.where(np.arange(len(theta)) == j, theta + step, theta))
+            values.append(np.sum(W * k(X)))
+        out[j] = (values[0] - values[1]) / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_gradients_match_finite_differences(space, name, backend):
+    X = space.sample_encoded(25, seed=5)
+    kernel = _kernel(name, space, backend, seed=2)
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((25, 25))
+    reference = _finite_difference_reduction(kernel, X, W)
+    scale = np.max(np.abs(reference)) + 1.0
+    np.testing.assert_allclose(kernel.gradient_reduction(X, W), reference, atol=1e-6 * scale)
+    symmetric = W + W.T
+    np.testing.assert_allclose(kernel.gradient_reduction(X, symmetric, symmetric=True),
+                               _finite_difference_reduction(kernel, X, symmetric), atol=2e-6 * scale)
+    # the full tensor (eval_gradient) and the low-rank form agree with the reduction
+    K, dK = kernel(X, eval_gradient=True)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), kernel.gradient_reduction(X, W), rtol=1e-9,
+                               atol=1e-10 * scale)
+    U, Z = rng.standard_normal((25, 3)), rng.standard_normal((25, 3))
+    np.testing.assert_allclose(kernel._low_rank_reduction(X, U, Z)[kernel._free_mask()],
+                               kernel.gradient_reduction(X, U @ Z.T), rtol=1e-9, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_likelihood_terms_agree_with_the_kernel(space, backend):
+    X = space.sample_encoded(20, seed=8)
+    kernel = _kernel("ModLap", space, backend)
+    terms = kernel._likelihood_terms(X)
+    K = terms.gram(kernel.theta)
+    np.testing.assert_allclose(K, kernel(X), rtol=1e-12, atol=1e-14 * np.max(K))   # θ goes through exp(log)
+    K[...] = np.nan     # the GP factorises K in place: the reduction must not read it
+    W = np.random.default_rng(3).standard_normal((20, 20))
+    W = W + W.T
+    np.testing.assert_allclose(terms.reduction(W.copy()), kernel.gradient_reduction(X, W), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_neighbours_products_and_input_gradients(backend):
+    space = SPACES["mixed"]
+    kernel = _kernel("ModLap", space, backend)
+    X0, X = space.sample_encoded(4, seed=1), space.sample_encoded(15, seed=2)
+    owner = np.array([0, 0, 1, 2, 3, 3])
+    var_index = np.array([0, 1, 2, 3, 0, 1])
+    new_state = np.array([3, 2, 1, 4, 9, 0])
+    points = kernel.neighbour_points(X0, owner, var_index, new_state)
+    np.testing.assert_allclose(kernel.neighbour_gram_batch(X0, X, owner, var_index, new_state), kernel(points, X),
+                               rtol=1e-11)
+    V = np.random.default_rng(4).standard_normal((15, 2))
+    np.testing.assert_allclose(kernel_matvec(kernel, X, V), kernel(X) @ V, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(kernel_matvec(kernel, X0, V, X), kernel(X0, X) @ V, rtol=1e-11, atol=1e-12)
+    product = _single_precision_product(kernel, X)
+    if product is not None:
+        np.testing.assert_allclose(product(V), kernel(X) @ V, rtol=1e-5, atol=1e-5)
+    K, dK = kernel.gram_and_input_gradient(X0, X)
+    np.testing.assert_allclose(K, kernel(X0, X), rtol=1e-11)
+    h = 1e-6
+    for d in range(space.n_continuous):
+        step = np.zeros(space.n_dims)
+        step[d] = h
+        numeric = (kernel(X0 + step, X) - kernel(X0 - step, X)) / (2 * h)
+        np.testing.assert_allclose(dK[:, :, d], numeric, atol=1e-6 * np.max(np.abs(K)))
+
+
+def test_unit_diagonal_is_a_constructor_parameter():
+    space = SPACES["mixed"]
+    kernel = ff.kernels.ModLap(space, unit_diagonal=True)
+    from sklearn.base import clone
+    assert clone(kernel).unit_diagonal is True and kernel.clone_with_theta(kernel.theta).unit_diagonal is True
+    assert ff.kernels.ModLap(space).unit_diagonal is False      # the paper's kernel unless asked
+    assert ff.Optimizer(space)._kernel.unit_diagonal is True    # BO asks
+    assert ff.Optimizer(ff.Space([ff.Real("x", 0.0, 1.0), ff.Set("s", 2, 1)]), kernel="modlap")._kernel is not None
