@@ -39,9 +39,11 @@ def resolve(space):
                     f"parameter {p.name!r}: active_if names unknown parameter {parent_name!r}; "
                     f"the space has {space.names}")
             if parent.is_continuous:
+                hint = (f" ({parent_name!r} is searched as a rounded continuous variable; pass encoding='graph' "
+                        "to make it discrete)" if hasattr(parent, "snap_codes") else "")
                 raise SpaceDefinitionError(
                     f"parameter {p.name!r}: active_if names continuous parameter {parent_name!r}; "
-                    "conditions may only depend on discrete parameters")
+                    f"conditions may only depend on discrete parameters{hint}")
             codes = []
             for value in allowed:
                 try:

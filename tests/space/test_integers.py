@@ -133,3 +133,11 @@ def test_ordinal_continuous_encoding():
     with pytest.raises(SpaceDefinitionError, match="'o'.*encoding"):
         ff.Ordinal("o", [1, 2], encoding="auto-ish")
     assert "encoding='continuous'" in repr(o)
+
+
+def test_a_rounded_integer_cannot_be_a_condition_parent_and_the_error_says_what_to_do():
+    with pytest.raises(SpaceDefinitionError, match="'n' is searched as a rounded continuous variable; pass "
+                                                   "encoding='graph'"):
+        ff.Space([ff.Integer("n", 1, 1000), ff.Real("x", 0.0, 1.0, active_if={"n": [3]})])
+    space = ff.Space([ff.Integer("n", 1, 1000, encoding="graph"), ff.Real("x", 0.0, 1.0, active_if={"n": [3]})])
+    assert space.decode(space.encode({"n": 3, "x": 0.5})) == {"n": 3, "x": 0.5}
