@@ -84,6 +84,21 @@ class OptimizeResult:
         values = np.array([t.value if not t.failed else np.inf for t in self.trials])
         return np.minimum.accumulate(values) if len(values) else values
 
+    def to_dataframe(self):
+        """One row per trial: ``trial_id``, each parameter of the space (NaN where a conditional one is
+        inactive), ``value`` (NaN if failed), ``failed``, ``error``, ``suggest_time`` and ``eval_time``.
+        Needs pandas."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("OptimizeResult.to_dataframe needs pandas: pip install pandas") from exc
+        trials = self.trials
+        names = (self.optimizer.space.names if self.optimizer is not None
+                 else list(dict.fromkeys(name for t in trials for name in t.config)))
+        fields = ["value", "failed", "error", "suggest_time", "eval_time"]
+        rows = [{"trial_id": t.trial_id, **t.config, **{f: getattr(t, f) for f in fields}} for t in trials]
+        return pd.DataFrame(rows, columns=["trial_id", *names, *fields])
+
 
 class _InlineExecutor(cf.Executor):
     """Runs each call at once in the calling thread: the serial loop through the same code path."""

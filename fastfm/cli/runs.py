@@ -4,6 +4,7 @@ A kernel name ending in "-flat" runs on ``problem.space.flattened()`` (every par
 inactive values are dropped before evaluation).  Set problems take the baselines of
 :func:`run_set_method` instead of kernel names.
 """
+import importlib.util
 import json
 import math
 import re
@@ -83,28 +84,28 @@ def _table(runs, optimum):
 
 def _plot(runs, path, title):
     import matplotlib
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")      # a file, never a window: works without a display
     import matplotlib.pyplot as plt
+
+    from ..plot import convergence
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for kernel in dict.fromkeys(r["kernel"] for r in runs):
-        curves = np.array([r["curve"] for r in runs if r["kernel"] == kernel])
-        mean = curves.mean(0)
-        se = curves.std(0, ddof=1) / math.sqrt(len(curves)) if len(curves) > 1 else np.zeros_like(mean)
-        steps = np.arange(1, len(mean) + 1)
-        ax.plot(steps, mean, label=kernel)
-        ax.fill_between(steps, mean - se, mean + se, alpha=0.25)
-    ax.set_xlabel("evaluations")
-    ax.set_ylabel("best value (mean ± s.e.)")
+        # each run's curve is already its best value so far (+inf until its first success), which
+        # convergence takes as the run's values: the running minimum leaves it unchanged
+        convergence([r["curve"] for r in runs if r["kernel"] == kernel], ax=ax, label=kernel)
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def bench(args):
     kernels = [k.strip() for k in args.kernel.split(",") if k.strip()]
     problem = get_problem(args.problem)  # fail early on a bad name or a missing extra
+    if args.plot and importlib.util.find_spec("matplotlib") is None:   # fail before the runs, not after them
+        raise SystemExit("fastfm bench: --plot needs matplotlib: pip install fastfm[plot]")
     if args.storage and (len(kernels) != 1 or args.seeds != 1 or args.jobs != 1):
         raise SystemExit("fastfm bench: --storage records one run: give one kernel, --seeds 1 and --jobs 1")
     if args.workers > 1 and args.jobs > 1:
@@ -228,7 +229,8 @@ def add_parser(commands):
                    help="evaluations in flight within a run (minimize's n_workers: a process pool)")
     b.add_argument("--storage", help="record the run in this journal (JSON lines); an existing one is continued "
                                      "(one kernel and one seed)")
-    b.add_argument("--plot", help="save convergence curves (mean ± s.e.) to this PNG (needs matplotlib)")
+    b.add_argument("--plot", help="save the convergence curves (best so far, mean ± s.e. over the seeds) to this PNG "
+                                  "(needs matplotlib: pip install fastfm[plot])")
     b.add_argument("--json", help="save every run to this JSON file")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
     b.set_defaults(run=lambda args, parser, command: bench(args))
