@@ -36,7 +36,8 @@ EXTRA_SPACES = {
     "discrete_only": ff.Space([ff.Categorical("c", list("abc")), ff.Integer("i", 0, 4),
                                ff.Graph("star", 5, [(0, k) for k in range(1, 5)])]),
     # paths longer than the unrolled continuants (12), a 2-state path, a 1-state variable
-    "long_paths": ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("long", 0, 20), ff.Ordinal("twelve", list(range(12))),
+    "long_paths": ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("long", 0, 20, encoding="graph"),
+                            ff.Ordinal("twelve", list(range(12))),
                             ff.Integer("two", 0, 1), ff.Categorical("single", ["only"]),
                             ff.Graph("weighted_path", 6, _path_edges(6), weights=[1.0, 0.5, 2.0, 1.0, 3.0])]),
     # symmetric normalised Laplacians: different eigenvalues, same paths
@@ -55,7 +56,8 @@ MANY_MIXED_SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", -1.0, 1.0)]
                             + [ff.Ordinal(f"o{i}", list(range(n))) for i, n in enumerate([3, 8, 9, 2, 6])]
                             + [ff.Integer("i", 0, 10), ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)])])
 # 170 states: the projector table would exceed its size limit, eigenvectors are used instead
-HUGE_PATH_SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("big", 0, 169), ff.Categorical("c", [0, 1])])
+HUGE_PATH_SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Integer("big", 0, 169, encoding="graph"),
+                            ff.Categorical("c", [0, 1])])
 
 ALL_SPACES = {**SPACES, **EXTRA_SPACES, "many_mixed": MANY_MIXED_SPACE}
 

@@ -361,7 +361,7 @@ class Ordinal(_Ordered, _ChoiceParameter):
 
 # An Integer with more values than this is searched as a rounded continuous variable
 # (encoding="auto"); measured in docs/benchmarks/robustness.md, "Integers".
-MAX_GRAPH_INTEGER_STATES = 64
+MAX_GRAPH_INTEGER_STATES = 16
 _INTEGER_ENCODINGS = ("auto", "graph", "continuous")
 
 
