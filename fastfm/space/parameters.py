@@ -405,7 +405,8 @@ class Integer(_Ordered, _DiscreteParameter):
             raise SpaceDefinitionError(f"Integer {name!r}: log=True needs low >= 1, got low={low!r}")
         self.low, self.high, self.log = int(low), int(high), bool(log)
         if not _finite_float(self.high - self.low):
-            raise SpaceDefinitionError(f"Integer {name!r}: the range high - low = {self.high - self.low} overflows a float")
+            raise SpaceDefinitionError(
+                f"Integer {name!r}: the range high - low = {self.high - self.low} overflows a float")
         if encoding == "auto":
             encoding = "continuous" if self.log or self.n_states > MAX_GRAPH_INTEGER_STATES else "graph"
         if encoding == "graph" and self.log:
