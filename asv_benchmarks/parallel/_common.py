@@ -71,12 +71,13 @@ def mean_se(values):
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v)))
 
 
-def run_pool(job, jobs, processes, initializer, describe):
+def run_pool(job, jobs, processes, initializer, describe, fresh_process=False):
     """Run ``job`` over ``jobs`` in ``processes`` forked workers, printing ``describe(result)`` as each ends;
-    (results, wall seconds)."""
+    (results, wall seconds).  ``fresh_process``: a new worker per job (for jobs that patch the library)."""
     results = []
     t0 = time.perf_counter()
-    with mp.get_context("fork").Pool(processes, initializer=initializer) as pool:
+    with mp.get_context("fork").Pool(processes, initializer=initializer,
+                                     maxtasksperchild=1 if fresh_process else None) as pool:
         for r in pool.imap_unordered(job, jobs):
             results.append(r)
             print(f"[{time.perf_counter() - t0:6.0f} s] {describe(r)}", flush=True)

@@ -17,11 +17,9 @@ Results and their reading: docs/benchmarks/robustness.md, "Integers and ordinals
 """
 import argparse
 import math
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -167,27 +165,24 @@ def run_one(task):
             "suggest_time": float(np.mean(times)) if times else None, "wall": time.perf_counter() - start}
 
 
+def _describe(r):
+    return (f"{r['problem']:>13} {r['variant']:>10} seed {r['seed']}: best {r['best']:.4g} "
+            f"bounds {r['bound_share']:.2f} t/sugg {r['suggest_time'] or 0:.3f}s")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=60)
-    parser.add_argument("--n-init", type=int, default=10)
-    parser.add_argument("--processes", type=int, default=os.cpu_count())
-    parser.add_argument("--json", default=None)
+    _common.add_protocol_arguments(parser, seeds=5)
+    parser.set_defaults(budget=60)
     args = parser.parse_args(argv)
     meta = _common.header(args)
     tasks = [(p, v, s, args.budget, args.n_init) for p in args.problems for v in args.variants
              for s in range(args.seeds)]
-    results = []
-    # a fresh process per run (max_tasks_per_child=1): nothing cached carries over between runs
-    with ProcessPoolExecutor(args.processes, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as pool:
-        for r in pool.map(run_one, tasks):
-            if r is not None:
-                results.append(r)
-                print(f"{r['problem']:>13} {r['variant']:>10} seed {r['seed']}: best {r['best']:.4g} "
-                      f"bounds {r['bound_share']:.2f} t/sugg {r['suggest_time'] or 0:.3f}s", flush=True)
+    # a new process per run: nothing cached carries over between runs
+    results, _ = _common.run_pool(run_one, tasks, args.processes, None, _describe, fresh_process=True)
+    results = [r for r in results if r is not None]
     print(f"\n{'problem':>13} " + " ".join(f"{v:>22}" for v in args.variants))
     for p in args.problems:
         row = []

@@ -22,11 +22,9 @@ import argparse
 import hashlib
 import json
 
-import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -126,28 +124,25 @@ def run_one(task):
             "wall": time.perf_counter() - start}
 
 
+def _describe(r):
+    return (f"{r['problem']:>9} {r['variant']:>8} {r['transform']:>12} seed {r['seed']}: best {r['best']:.4g} "
+            f"({r['n_outliers']} outliers, {r['wall']:.0f} s)")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", nargs="+", default=["Func2C", "Func3C", "Ackley5C"])
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     parser.add_argument("--transforms", nargs="+", default=list(TRANSFORMS), choices=TRANSFORMS)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=60)
-    parser.add_argument("--n-init", type=int, default=10)
-    parser.add_argument("--processes", type=int, default=os.cpu_count())
-    parser.add_argument("--json", default=None)
+    _common.add_protocol_arguments(parser, seeds=5)
+    parser.set_defaults(budget=60)
     args = parser.parse_args(argv)
     meta = _common.header(args)
     tasks = [(p, v, t, s, args.budget, args.n_init) for p in args.problems for v in args.variants
              for t in args.transforms for s in range(args.seeds)]
-    results = []
-
-    # a fresh process per run: the transforms patch the library (max_tasks_per_child=1)
-    with ProcessPoolExecutor(args.processes, mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as pool:
-        for r in pool.map(run_one, tasks):
-            results.append(r)
-            print(f"{r['problem']:>9} {r['variant']:>8} {r['transform']:>12} seed {r['seed']}: best {r['best']:.4g} "
-                  f"({r['n_outliers']} outliers, {r['wall']:.0f} s)", flush=True)
+    # a new process per run: the transforms patch the library
+    results, _ = _common.run_pool(run_one, tasks, args.processes, None, _describe, fresh_process=True)
+    results = [r for r in results if r is not None]
     print(f"\n{'problem':>9} {'variant':>8} " + " ".join(f"{t:>18}" for t in args.transforms))
     for p in args.problems:
         for v in args.variants:
