@@ -362,6 +362,10 @@ class Ordinal(_Ordered, _ChoiceParameter):
 # An Integer with more values than this is searched as a rounded continuous variable
 # (encoding="auto"); measured in docs/benchmarks/robustness.md, "Integers".
 MAX_GRAPH_INTEGER_STATES = 16
+# A graph-encoded Integer holds its path's eigenbasis (n² numbers) and its kernel sums over n eigenvalues per
+# pair: beyond this many values (200 MB of eigenbasis) encoding="graph" is refused with a typed error instead
+# of a MemoryError at the first suggestion.
+MAX_GRAPH_STATES = 5000
 _INTEGER_ENCODINGS = ("auto", "graph", "continuous")
 
 
@@ -411,6 +415,11 @@ class Integer(_Ordered, _DiscreteParameter):
             encoding = "continuous" if self.log or self.n_states > MAX_GRAPH_INTEGER_STATES else "graph"
         if encoding == "graph" and self.log:
             raise SpaceDefinitionError(f"Integer {name!r}: log=True needs encoding='continuous' (or 'auto')")
+        if encoding == "graph" and self.n_states > MAX_GRAPH_STATES:
+            raise SpaceDefinitionError(
+                f"Integer {name!r}: encoding='graph' over {self.n_states} values would hold a "
+                f"{self.n_states}² eigenbasis ({8 * self.n_states ** 2 / 2 ** 30:.1f} GiB); the limit is "
+                f"{MAX_GRAPH_STATES} values: use encoding='continuous' (or 'auto')")
         if encoding == "continuous" and self.n_states < 2:
             encoding = "graph"   # one value: nothing to scale
         self.encoding = encoding

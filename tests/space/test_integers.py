@@ -28,7 +28,7 @@ def test_auto_encoding_rule():
     assert not ff.Integer("i", 0, MAX_GRAPH_INTEGER_STATES - 1).is_continuous
     assert ff.Integer("i", 0, MAX_GRAPH_INTEGER_STATES).is_continuous
     assert ff.Integer("i", 1, 8, log=True).is_continuous
-    assert ff.Integer("i", 0, 10 ** 6, encoding="graph").encoding == "graph"
+    assert ff.Integer("i", 0, 4000, encoding="graph").encoding == "graph"
     assert ff.Integer("i", 0, 3, encoding="continuous").is_continuous
     assert not ff.Integer("i", 5, 5, encoding="continuous").is_continuous     # one value: nothing to scale
 
@@ -141,3 +141,11 @@ def test_a_rounded_integer_cannot_be_a_condition_parent_and_the_error_says_what_
         ff.Space([ff.Integer("n", 1, 1000), ff.Real("x", 0.0, 1.0, active_if={"n": [3]})])
     space = ff.Space([ff.Integer("n", 1, 1000, encoding="graph"), ff.Real("x", 0.0, 1.0, active_if={"n": [3]})])
     assert space.decode(space.encode({"n": 3, "x": 0.5})) == {"n": 3, "x": 0.5}
+
+
+def test_a_graph_over_too_many_values_is_refused_before_any_allocation():
+    from fastfm.space.parameters import MAX_GRAPH_STATES
+    ff.Integer("n", 1, MAX_GRAPH_STATES, encoding="graph")
+    with pytest.raises(SpaceDefinitionError, match=r"'n': encoding='graph' over 100000 values .*74\.5 GiB.*"
+                                                   r"encoding='continuous'"):
+        ff.Integer("n", 1, 100_000, encoding="graph")
