@@ -215,7 +215,8 @@ def add_parser(commands):
     """``bench``: the flags of ``fastfm bench``, unchanged."""
     b = commands.add_parser("bench", help="run BO on a built-in benchmark problem")
     b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, "
-                                   "setcoverage, setchamfer or kmeansinit")
+                                   "setcoverage, setchamfer, kmeansinit; with 24-60 variables: contamination, "
+                                   "labs, isingsparsification, maxsatweighted, mixed10c20n")
     b.add_argument("--kernel", default="modlap",
                    help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
                         "NAME-flat runs NAME on the flattened conditional space; "
