@@ -210,7 +210,18 @@ def test_an_exhausted_finite_space_stops_with_status_exhausted(n_workers):
     assert result.x == {"c": "a"} and result.fun == 1.0
 
 
-def test_keyboard_interrupt_while_evaluations_are_in_flight_keeps_or_releases_each_of_them(tmp_path):
+@pytest.fixture
+def sigint_raises():
+    """SIGINT handled by Python's default handler (KeyboardInterrupt) for the test: a process started in the
+    background of a non-interactive shell inherits SIGINT ignored, and then ``_thread.interrupt_main`` does
+    nothing."""
+    import signal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_keyboard_interrupt_while_evaluations_are_in_flight_keeps_or_releases_each_of_them(tmp_path, sigint_raises):
     import _thread
 
     def fun(config):
