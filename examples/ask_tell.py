@@ -1,4 +1,7 @@
-"""Ask/tell: you run the evaluations (a cluster, a lab, a simulator) and report back.
+"""Ask/tell, with failed evaluations
+=================================
+
+Ask/tell: you run the evaluations (a cluster, a lab, a simulator) and report back.
 
 A failed evaluation is told as NaN (or None): it is kept in the history and never
 suggested again, and the run goes on.

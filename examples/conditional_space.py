@@ -1,4 +1,7 @@
-"""BO on a conditional (hierarchical) space: `gamma` exists only for the rbf/poly kernels,
+"""BO on a conditional space
+=========================
+
+BO on a conditional (hierarchical) space: `gamma` exists only for the rbf/poly kernels,
 `degree` only for poly (SPEC §3).  Run: python examples/conditional_space.py"""
 import math
 

@@ -1,4 +1,7 @@
-"""GP regression on mixed inputs with the FM kernel: fit, predict with uncertainty."""
+"""GP regression on mixed inputs
+=============================
+
+GP regression on mixed inputs with the FM kernel: fit, predict with uncertainty."""
 import numpy as np
 
 import fastfm as ff

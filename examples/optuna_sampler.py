@@ -1,4 +1,7 @@
-"""fastfm's Bayesian optimisation as an Optuna sampler: a define-by-run objective with a float, a log-scaled
+"""fastfm as an Optuna sampler
+===========================
+
+fastfm's Bayesian optimisation as an Optuna sampler: a define-by-run objective with a float, a log-scaled
 float, a stepped int and a categorical, plus a parameter that exists for one branch only (it is sampled by
 the independent sampler, as Optuna's own model-based samplers do).
 

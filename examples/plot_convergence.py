@@ -1,4 +1,7 @@
-"""Plots of BO runs (needs the extra: pip install fastfm[plot]).  Run: python examples/plot_convergence.py
+"""Plots of BO runs
+================
+
+Plots of BO runs (needs the extra: pip install fastfm[plot]).  Run: python examples/plot_convergence.py
 
 Three seeds of ModLap against random search on Func3C, then the model of one run: which parameters it
 found relevant, and its posterior along one continuous and one categorical parameter.  Writes

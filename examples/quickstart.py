@@ -1,4 +1,7 @@
-"""Minimise a mixed-variable function with one call (ModLap kernel, 40 evaluations)."""
+"""Quickstart: one call to minimize
+================================
+
+Minimise a mixed-variable function with one call (ModLap kernel, 40 evaluations)."""
 import fastfm as ff
 
 space = ff.Space([

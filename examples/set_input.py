@@ -1,4 +1,7 @@
-"""BO over a set of points: place 4 facilities to minimise the mean distance of customers to the
+"""BO over a set of points
+=======================
+
+BO over a set of points: place 4 facilities to minimise the mean distance of customers to the
 nearest one.  The objective does not depend on the order of the points, nor does the set kernel
 (SPEC §4).  Run: python examples/set_input.py"""
 import numpy as np

@@ -289,7 +289,7 @@ class IsingSparsification(_LiteratureProblem):
 
     computed exactly by summing over all 2^16 spin states (BOCS's ``KL_divergence_ising``).
     The couplings are drawn as in BOCS's ``rand_ising_grid`` and COMBO's
-    ``generate_ising_interaction``: |J_e| ~ U(0.05, 5) with a random sign, here from
+    ``generate_ising_interaction``: ``|J_e|`` ~ U(0.05, 5) with a random sign, here from
     ``np.random.default_rng(seed)`` (signs first, then magnitudes).  Edge order: the 12 horizontal
     edges row by row, then the 12 vertical ones (COMBO maps BOCS's order to its own with
     ``_bocs_consistency_mapping``; the order does not change the problem).
@@ -456,7 +456,7 @@ class Mixed10C20N(_LiteratureProblem):
       A ≥ 0 with equality only at z = 0.  R is a random rotation (QR of a Gaussian matrix, signs
       fixed), so the continuous part is not separable.
     * u*(h) = c + Σ_{p=1}^{4} D_p[h_p]: the continuous optimum moves with the first four nominal
-      variables (c and D on the grid of multiples of 1/16: |c| ≤ 1/2, |D| ≤ 1/16, so u* ∈ [−3/4, 3/4]).
+      variables (c and D on the grid of multiples of 1/16: ``|c|`` ≤ 1/2, ``|D|`` ≤ 1/16, so u* ∈ [−3/4, 3/4]).
     * P(h) = ¼ [Σ_p a_p[h_p] + Σ_{(p,q)∈G} B_pq[h_p, h_q]], a Potts-type energy on a graph G (a ring
       of the 20 variables plus 20 random chords): a, B ≥ 0 are uniform on [0, 1] except zeros at a
       planted h* (a_p[h*_p] = 0, B_pq[h*_p, h*_q] = 0) and, on the pairwise terms only, at a decoy

@@ -393,7 +393,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     y_train_ : ndarray of shape (N,)
         Standardised (and, if asked, log-transformed) targets.
     y_mean_, y_std_ : float
-        Standardisation: y_train_ = (t(y) − y_mean_)/y_std_, t the ``log_transform_y`` map or identity.
+        Standardisation: ``y_train_ = (t(y) − y_mean_)/y_std_``, t the ``log_transform_y`` map or identity.
     y_transform_ : False, True, "shift" or "copula"
         The transform of y used (``log_transform_y`` with "auto" resolved).
     y_copula_ : (ndarray, ndarray) or None
@@ -401,13 +401,13 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     y_shift_, y_log_scale_ : float
         Parameters of the "shift" log transform (0.0 and 1.0 otherwise).
     alpha_ : ndarray of shape (N,)
-        (K + noise·I)⁻¹ y_train_.
+        (K + noise·I)⁻¹ ``y_train_``.
     L_ : ndarray of shape (N, N)
         Lower Cholesky factor of K + noise·I + jitter·I.
     jitter_ : float
         Jitter added to the diagonal of the final factor (0.0 when none).
     log_marginal_likelihood_value_ : float
-        log p(y_train_ | X, θ) at the fitted hyperparameters (exact solver); with ``solver_ == "cg"``
+        log p(``y_train_`` | X, θ) at the fitted hyperparameters (exact solver); with ``solver_ == "cg"``
         the exact value on the hyperparameter subset (the full-N value is not computed).
     hyperparameter_subset_ : int
         Points the L-BFGS-B starts ran on: N when they used all of them, 0 with ``optimizer=None``
@@ -423,7 +423,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     n_restarts_failed_ : int
         Starts whose optimisation failed (skipped).
     best_y_standardized_ : float
-        min(y_train_): the incumbent for expected improvement (minimisation).
+        min(``y_train_``): the incumbent for expected improvement (minimisation).
     """
 
     def __init__(self, kernel, space=None, optimizer="fmin_l_bfgs_b", n_restarts=10, noise=1e-4,
