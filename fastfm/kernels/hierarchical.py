@@ -61,7 +61,9 @@ class Hierarchical(SpaceKernel):
         if base not in _PROFILES:
             raise ValueError(f"base must be one of {sorted(_PROFILES)}, got base={base!r}")
         for name, bounds in (("gamma", gamma_bounds), ("rho", rho_bounds)):
-            if not isinstance(bounds, str) and np.max(np.asarray(bounds, dtype=float)) > 1.0:
+            # np.any, not np.max: a space without real columns has rho bounds of shape (0, 2), which
+            # the kernel's own ``hyperparameters`` hands back (a clone passes them in again)
+            if not isinstance(bounds, str) and np.any(np.asarray(bounds, dtype=float) > 1.0):
                 raise SpaceDefinitionError(f"{name}_bounds must lie in (0, 1], got {name}_bounds={bounds!r}")
         self.base = base
         self.gamma = gamma

@@ -103,3 +103,17 @@ def test_theta_layout(space):
     assert [h.name for h in kernel.hyperparameters] == ["gamma", "rho", "lengthscale", "variance"]
     assert kernel.theta.shape == (space.n_dims + n_real + 2,)
     assert np.all(kernel.bounds[: space.n_dims, 1] == 0.0)       # γ ≤ 1: log upper bound 0
+
+
+def test_a_space_without_real_columns_takes_its_own_empty_rho_bounds_back():
+    """Its ``hyperparameters`` list rho with bounds of shape (0, 2); building the kernel again from them (as a
+    converter or a clone does) raised a ValueError from np.max of an empty array."""
+    space = ff.Space([ff.Categorical("c", ["a", "b"])])
+    kernel = ff.kernels.Hierarchical(space)
+    rho = [h for h in kernel.hyperparameters if h.name == "rho"][0]
+    assert rho.bounds.shape == (0, 2)
+    again = ff.kernels.Hierarchical(space, rho_bounds=rho.bounds)
+    X = space.sample_encoded(4, seed=0)
+    np.testing.assert_array_equal(again(X), kernel(X))
+    with pytest.raises(ff.exceptions.SpaceDefinitionError, match="rho_bounds must lie in"):
+        ff.kernels.Hierarchical(ff.Space([ff.Real("x", 0.0, 1.0)]), rho_bounds=(0.5, 2.0))
