@@ -32,7 +32,7 @@ from .._version import __version__
 from ..acquisition import acquisition_function
 from ..exceptions import FastFMError, InvalidConfigError, InvalidValueError, StorageError, TrialStateError
 from ..gp import fantasy
-from ..gp._data import Y_TRANSFORMS
+from ..gp._data import is_y_transform
 from ..gp.priors import default_hyperparameter_prior
 from ..kernels import Kernel, make_kernel
 from ..optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
@@ -258,7 +258,7 @@ class Optimizer(_TrialRecords):
         if not isinstance(n_init, numbers.Integral) or n_init < 1:
             raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
         acquisition_function(acquisition, 0.0)  # validate the name now
-        if not any(log_transform_y is v or (isinstance(v, str) and log_transform_y == v) for v in Y_TRANSFORMS):
+        if not is_y_transform(log_transform_y):
             raise ValueError("log_transform_y must be 'auto', 'shift', 'copula', False or True, "
                              f"got log_transform_y={log_transform_y!r}")
         if pending not in fantasy.FANTASY_STRATEGIES:

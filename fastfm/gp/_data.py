@@ -76,6 +76,11 @@ Y_TRANSFORMS = (False, True, "shift", "copula", "auto")
 AUTO_COPULA_SPAN = 1000.0
 
 
+def is_y_transform(value):
+    """Whether ``value`` is one of ``Y_TRANSFORMS`` (False and True themselves, not 0 and 1)."""
+    return any(value is v or (isinstance(v, str) and value == v) for v in Y_TRANSFORMS)
+
+
 def resolve_y_transform(y, log_transform_y):
     """The transform ``log_transform_y`` means for these y: "auto" becomes "copula" or "shift"."""
     if log_transform_y != "auto":

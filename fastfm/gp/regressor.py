@@ -468,8 +468,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         return _data.transform_y(y, self.log_transform_y, self.normalize_y)
 
     def _check_params(self):
-        if not any(self.log_transform_y is v or (isinstance(v, str) and self.log_transform_y == v)
-                   for v in _data.Y_TRANSFORMS):
+        if not _data.is_y_transform(self.log_transform_y):
             raise ValueError("log_transform_y must be False, True, 'shift', 'copula' or 'auto', "
                              f"got log_transform_y={self.log_transform_y!r}")
         if self.optimizer not in ("fmin_l_bfgs_b", None):

@@ -171,6 +171,14 @@ def _unit_diagonal_tables(space, modulation, betas):
     return 0.5 * (np.log(c)[:, None] - np.log(diag_table)), -0.5 * dlog_table
 
 
+def _scale_in_place(K, w1, w2):
+    """K ∘ w1 w2ᵀ over K's first two axes, in place (K of shape (N, M) or (N, M, ...)); returns K."""
+    trailing = (1,) * (K.ndim - 2)
+    K *= w1.reshape((-1, 1) + trailing)
+    K *= w2.reshape((1, -1) + trailing)
+    return K
+
+
 def _row_weights(tables, D):
     """(w, ∂log w/∂log β) per row of D: shapes (N,) and (N, P); w(x) = Π_p w_p(v_p)."""
     log_w, g = tables
@@ -381,11 +389,7 @@ class FMKernel(_ModulatedKernel):
         w1 = self._unit_weights(D1)
         if w1 is None:
             return K
-        w2 = w1 if D2 is D1 else self._unit_weights(D2)
-        trailing = (1,) * (K.ndim - 2)
-        K *= w1.reshape((-1, 1) + trailing)
-        K *= w2.reshape((1, -1) + trailing)
-        return K
+        return _scale_in_place(K, w1, w1 if D2 is D1 else self._unit_weights(D2))
 
     def _diag(self, X):
         _, D = self._split(X)
@@ -427,7 +431,11 @@ class FMKernel(_ModulatedKernel):
         C2, D2 = self._scaled(X2)
         K, dK = self._backend_call("fm_cross_gradient", C1, D1, C2, D2, *self._args())
         dK = dK / self._values("lengthscale", self.space.n_continuous)[None, None, :]
-        return self._scale_by_weights(K, D1, D2), self._scale_by_weights(dK, D1, D2)
+        w1 = self._unit_weights(D1)
+        if w1 is None:
+            return K, dK
+        w2 = self._unit_weights(D2)
+        return _scale_in_place(K, w1, w2), _scale_in_place(dK, w1, w2)
 
     def _full_reduction(self, X, W):
         return self._reduction_split_at_the_diagonal(X, W, symmetric_weights=False)
@@ -506,7 +514,7 @@ class FMKernel(_ModulatedKernel):
         if tables is None:
             return K, dK
         w, G = _row_weights(tables, D)
-        K, dK = self._scale_by_weights(K, D, D), self._scale_by_weights(dK, D, D)
+        K, dK = _scale_in_place(K, w, w), _scale_in_place(dK, w, w)
         dK[:, :, Dc + P:Dc + 2 * P] += K[:, :, None] * (G[:, None, :] + G[None, :, :])
         diagonal = np.arange(len(D))
         dK[diagonal, diagonal, Dc + P:Dc + 2 * P] = 0.0     # k̃_aa = variance: no β derivative
@@ -576,8 +584,7 @@ class _FMLikelihoodTerms:
         scaling = None
         if tables is not None:
             scaling = _row_weights(tables, self.D)
-            K *= scaling[0][:, None]
-            K *= scaling[0][None, :]
+            _scale_in_place(K, scaling[0], scaling[0])
         self._at = (C, args, dlog_c, betas, K.diagonal().copy(), scaling)   # the caller may add noise to K's diagonal
         return K
 

@@ -123,7 +123,23 @@ class Parameter:
         raise NotImplementedError
 
 
-class Real(Parameter):
+class _UnitRange:
+    """The map of a (log-)scaled range [low, high] onto [0, 1]: ``Real``, and ``Integer`` searched as a rounded
+    continuous variable (attributes ``low``, ``high``, ``log``)."""
+
+    @cached_property
+    def _transformed_bounds(self):
+        if self.log:
+            return math.log(self.low), math.log(self.high)
+        return float(self.low), float(self.high)
+
+    def _unit_code(self, value):
+        """The code in [0, 1] of a value inside [low, high]."""
+        lo, hi = self._transformed_bounds
+        return ((math.log(value) if self.log else value) - lo) / (hi - lo)
+
+
+class Real(_UnitRange, Parameter):
     """A continuous parameter in [low, high], optionally searched in log space.
 
     Encoded as (x - low)/(high - low), or the same on log(x), so that every
@@ -153,12 +169,6 @@ class Real(Parameter):
     def _repr_fields(self):
         return {"low": self.low, "high": self.high, "log": self.log}
 
-    @cached_property
-    def _transformed_bounds(self):
-        if self.log:
-            return math.log(self.low), math.log(self.high)
-        return self.low, self.high
-
     def encode_value(self, value):
         if not _is_real_number(value):
             raise InvalidValueError(
@@ -172,10 +182,7 @@ class Real(Parameter):
         if not (self.low - slack <= value <= self.high + slack):
             raise OutOfBoundsError(
                 f"parameter {self.name!r} = {value!r} is outside [{self.low!r}, {self.high!r}]", self.name, value)
-        value = min(max(value, self.low), self.high)
-        lo, hi = self._transformed_bounds
-        x = math.log(value) if self.log else value
-        return (x - lo) / (hi - lo)
+        return self._unit_code(min(max(value, self.low), self.high))
 
     def decode_value(self, code):
         lo, hi = self._transformed_bounds
@@ -369,7 +376,7 @@ MAX_GRAPH_STATES = 5000
 _INTEGER_ENCODINGS = ("auto", "graph", "continuous")
 
 
-class Integer(_Ordered, _DiscreteParameter):
+class Integer(_UnitRange, _Ordered, _DiscreteParameter):
     """Integers low..high (inclusive).
 
     Parameters
@@ -439,12 +446,6 @@ class Integer(_Ordered, _DiscreteParameter):
     def n_states(self):
         return self.high - self.low + 1
 
-    @cached_property
-    def _transformed_bounds(self):
-        if self.log:
-            return math.log(self.low), math.log(self.high)
-        return float(self.low), float(self.high)
-
     def _check_value(self, value):
         if isinstance(value, bool) or not _is_real_number(value):
             raise InvalidValueError(
@@ -462,8 +463,7 @@ class Integer(_Ordered, _DiscreteParameter):
         value = self._check_value(value)
         if not self.is_continuous:
             return float(value - self.low)
-        lo, hi = self._transformed_bounds
-        return ((math.log(value) if self.log else float(value)) - lo) / (hi - lo)
+        return self._unit_code(float(value))
 
     def decode_value(self, code):
         if not self.is_continuous:
