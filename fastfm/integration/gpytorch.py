@@ -1,4 +1,4 @@
-"""fastfm's FM kernels (and its Hierarchical kernel) as GPyTorch kernels, for BoTorch models
+"""fastfm's FM kernels (and its Hierarchical and Set kernels) as GPyTorch kernels, for BoTorch models
 (``pip install fastfm[torch]``).
 
     import fastfm as ff
@@ -48,8 +48,14 @@ is fastfm's fused gradient reduction: the same numbers, several times faster (:c
 bounds, ``to_fastfm(kernel)`` the other way.
 
 :class:`Hierarchical` is fastfm's conditional-space kernel (Hutter & Osborne 2013) in the same way, with the
-raw parameters ``raw_gamma``, ``raw_rho``, ``raw_lengthscale`` and ``raw_variance``.  fastfm's ``SetKernel``,
-``ModNN`` and the continuous-only and baseline kernels have no GPyTorch form here (``to_gpytorch`` says so).
+raw parameters ``raw_gamma``, ``raw_rho``, ``raw_lengthscale`` and ``raw_variance``.
+
+:class:`SetKernel` is fastfm's set kernel (Kim et al., "Bayesian optimization over sets", Eq. 3: a Matérn
+inner kernel averaged over all pairs of points, optionally normalised), exact or its random-projection
+approximation K̂ with fastfm's draw, on the columns of one ``Set`` parameter of fastfm's encoded arrays (or on
+rows of m·dim values), with ``raw_lengthscale`` and ``raw_variance``; it has no ``compiled`` option.
+fastfm's ``ModNN``, ``SubspaceKernel`` and the continuous-only and baseline kernels have no GPyTorch form here
+(``to_gpytorch`` says so).
 """
 from __future__ import annotations
 
@@ -66,16 +72,17 @@ except ImportError as exc:   # the optional extra is missing
 
 import numpy as np
 
-from ..exceptions import InvalidConfigError
+from ..exceptions import InvalidConfigError, InvalidValueError
 from ..kernels import Kernel as FastFMKernel
 from ..kernels import Product as FastFMProduct
 from ..kernels import Sum as FastFMSum
 from ..kernels import fm as _fastfm_fm
 from ..kernels import hierarchical as _hierarchical
+from ..kernels import sets as _fastfm_sets
 from ..kernels._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS
 from .._backends.modulation import DIFFUSION
 
-__all__ = ["FMKernel", "ModLap", "ModDif", "Hierarchical", "LogInterval", "to_gpytorch", "to_fastfm",
+__all__ = ["FMKernel", "ModLap", "ModDif", "Hierarchical", "SetKernel", "LogInterval", "to_gpytorch", "to_fastfm",
            "botorch_search_domain"]
 
 _FLOAT = torch.float64
@@ -159,18 +166,14 @@ class _CompiledGram(torch.autograd.Function):
 _RAW_SHAPES = {"lengthscale": lambda n: (1, n), "variance": lambda n: ()}
 
 
-class _SpaceKernel(GPyTorchKernel):
-    """What the GPyTorch forms of fastfm's kernels share: log-valued raw hyperparameters registered from a
-    fastfm kernel (its values and bounds), and the reading of fastfm's encoded inputs."""
+class _FastFMHyperparameters(GPyTorchKernel):
+    """What every GPyTorch form of a fastfm kernel shares: log-valued raw hyperparameters registered from a
+    fastfm kernel (its values and bounds), read and set as values, and handed back to fastfm."""
 
-    def __init__(self, reference, compiled=False, **kwargs):
+    def __init__(self, reference, **kwargs):
         super().__init__(**kwargs)
         reference.theta   # noqa: B018  (reading theta validates the values)
-        self.compiled = bool(compiled)
         self._reference = reference
-        self.space = reference.space
-        self.n_continuous, self.n_discrete = self.space.n_continuous, self.space.n_discrete
-        self._n_states = [int(n) for n in self.space.n_states]
         self._hyperparameter_names = []
         values = reference.get_params()
         for spec in reference.hyperparameters:
@@ -226,6 +229,32 @@ class _SpaceKernel(GPyTorchKernel):
             arguments[name + "_bounds"] = self._bounds[name]
         return arguments
 
+    def _current_values(self):
+        """{name: value} of the hyperparameters as the fastfm kernel takes them (arrays, a float variance)."""
+        values = {}
+        for name in self._hyperparameter_names:
+            value = self._value(name).detach().cpu().numpy().reshape(-1).astype(float)
+            values[name] = float(value[0]) if name == "variance" else value
+        return values
+
+    def _reference_at(self, values):
+        """The fastfm kernel at ``values`` (one kernel whose attributes are set: fastfm memoises on them)."""
+        for name, value in values.items():
+            setattr(self._reference, name, value)
+        return self._reference
+
+
+class _SpaceKernel(_FastFMHyperparameters):
+    """What the GPyTorch forms of fastfm's space kernels (FM, Hierarchical) share: the reading of fastfm's
+    encoded inputs, and the ``compiled`` symmetric Gram."""
+
+    def __init__(self, reference, compiled=False, **kwargs):
+        super().__init__(reference, **kwargs)
+        self.compiled = bool(compiled)
+        self.space = reference.space
+        self.n_continuous, self.n_discrete = self.space.n_continuous, self.space.n_discrete
+        self._n_states = [int(n) for n in self.space.n_states]
+
     # ---- evaluation ---------------------------------------------------------------------------------
     def forward(self, x1, x2, diag=False, last_dim_is_batch=False, **params):
         """K(x1, x2), shape (..., N, M); with ``diag`` the pairs (x1[i], x2[i]), shape (..., N)."""
@@ -251,20 +280,6 @@ class _SpaceKernel(GPyTorchKernel):
         training Gram, and the joint train + test one of its predictions); the torch operations do the rest."""
         return (self.compiled and x1.dim() == 2 and x1.dtype == torch.float64 and x1.device.type == "cpu"
                 and (x2 is x1 or (x2.shape == x1.shape and torch.equal(x1, x2))))
-
-    def _current_values(self):
-        """{name: value} of the hyperparameters as the fastfm kernel takes them (arrays, a float variance)."""
-        values = {}
-        for name in self._hyperparameter_names:
-            value = self._value(name).detach().cpu().numpy().reshape(-1).astype(float)
-            values[name] = float(value[0]) if name == "variance" else value
-        return values
-
-    def _reference_at(self, values):
-        """The fastfm kernel at ``values`` (one kernel whose attributes are set: fastfm memoises on them)."""
-        for name, value in values.items():
-            setattr(self._reference, name, value)
-        return self._reference
 
     def _states(self, X):
         """The discrete columns as int64 state indices, after checking that they are indices."""
@@ -556,6 +571,177 @@ class Hierarchical(_SpaceKernel):
         return f"{type(self).__name__}({self.space!r}, base={self.base!r})"
 
 
+def _matern(squared, nu):
+    """Unit-amplitude Matérn k_ν of the squared scaled distance r², ν ∈ {1/2, 3/2, 5/2}, as fastfm's
+    ``numpy_backend.matern_profile`` writes it (GPML §4.2.1).
+
+    r = (r²)^½ has an infinite derivative at r² = 0, where every coordinate difference is 0 too (so every
+    derivative of r² is 0): the square root is taken where r² > 0 only, and r = 0 (value and gradient) elsewhere,
+    as fastfm's backends define the slope there.
+    """
+    positive = squared > 0
+    r = torch.where(positive, torch.sqrt(torch.where(positive, squared, torch.ones_like(squared))),
+                    torch.zeros_like(squared))
+    if nu == 0.5:
+        return torch.exp(-r)
+    t = math.sqrt(2.0 * nu) * r                    # √3 r or √5 r
+    if nu == 1.5:
+        return (1.0 + t) * torch.exp(-t)
+    return (1.0 + t + t * t / 3.0) * torch.exp(-t)
+
+
+def _set_mean(A, B, nu):
+    """1/(m m') Σ_i Σ_j k_ν(‖a_i − b_j‖) for the sets of A (..., m, d) and B (..., m', d), their points already
+    divided by the lengthscales: the set kernel at unit amplitude (the paper's Eq. 3), shape broadcast(A, B)[:-2].
+
+    Every pair term is a tensor of its own (autograd keeps them): memory O(m m' d) per pair of sets.
+    """
+    difference = A.unsqueeze(-2) - B.unsqueeze(-3)                     # (..., m, m', d)
+    return _matern(torch.sum(difference * difference, dim=-1), nu).mean(dim=(-2, -1))
+
+
+class SetKernel(_FastFMHyperparameters):
+    """fastfm's set kernel (``fastfm.kernels.SetKernel``; Kim et al., "Bayesian optimization over sets") as a
+    GPyTorch kernel:
+
+        K(X, X') = σ² · 1/(m m') Σ_i Σ_j k_ν(‖(x_i − x'_j)/ℓ‖)          (the paper's Eq. 3)
+
+    with the unit-amplitude Matérn inner kernel k_ν (ν ∈ {1/2, 3/2, 5/2}) and one lengthscale or one per
+    coordinate of the points (ARD).  ``normalize=True`` gives fastfm's K(X, X') / √(K(X, X) K(X', X')) times σ²
+    (unit diagonal before σ²: the plain kernel gives a set of coinciding points up to m times the prior variance
+    of a spread-out one).  With ``n_subsample`` L < m it is fastfm's approximation K̂ (Eq. 5): each set is
+    replaced by L of its points, chosen by fastfm's own ``subsample_sets`` (the projection order of Eq. 6, the
+    positions of Eq. 7, or per set with ``subsample="independent"``) from the same ``seed``, so the values are
+    fastfm's.  The choice is piecewise constant in the points: a point left out has no gradient, as in fastfm.
+
+    Inputs are rows, as GPyTorch takes them, float64 (..., N, D).  With ``space`` they are fastfm's encoded
+    arrays (``Space.encode``) and the kernel reads the n_points·dim columns of the Set ``parameter`` (coordinates
+    scaled to [0, 1]), so it can be multiplied with a kernel on the other columns; without ``space`` each row is
+    one set, its points one after the other (m·dim values).  The Gram keeps every pair term for autograd:
+    memory O(N M m m' d).  There is no ``compiled`` option here.
+
+    Parameters
+    ----------
+    inner, lengthscale, nu, variance, lengthscale_bounds, variance_bounds, space, parameter, normalize
+        As ``fastfm.kernels.SetKernel`` (which validates them).
+    n_subsample, seed, subsample
+        As ``fastfm.kernels.SetKernel``; ``seed=None`` draws one now, kept in ``seed`` (so that this kernel and
+        :meth:`to_fastfm`'s are one fixed function).
+    dim : int, optional
+        The points' dimension, without ``space``: how to read a row as points when the lengthscale is isotropic
+        (an ARD lengthscale gives it; with ``space`` the Set does).
+    **kwargs
+        Passed to ``gpytorch.kernels.Kernel``.
+
+    Examples
+    --------
+    >>> space = ff.Space([ff.Set("points", n_points=5, dim=2, low=-1.0, high=1.0)])      # doctest: +SKIP
+    >>> model = SingleTaskGP(train_X, train_Y, covar_module=SetKernel(space=space, normalize=True))  # doctest: +SKIP
+    """
+
+    def __init__(self, inner=None, n_subsample=None, seed=None, lengthscale=None, nu=None, variance=None,
+                 lengthscale_bounds=None, variance_bounds=None, space=None, parameter=None, normalize=False,
+                 subsample="shared", dim=None, **kwargs):
+        # fastfm's own kernel validates every argument and resolves ``inner``: one set of rules
+        reference = _fastfm_sets.SetKernel(inner, n_subsample, seed, lengthscale, nu, variance, lengthscale_bounds,
+                                           variance_bounds, space, parameter, normalize, subsample=subsample)
+        super().__init__(reference, **kwargs)
+        self.nu, self.n_subsample, self.seed = reference.nu, reference.n_subsample, reference.seed
+        self.normalize, self.subsample = reference.normalize, reference.subsample
+        self.space, self.parameter = reference.space, reference.parameter
+        self.n_points, self.dim = None, _set_point_dim(reference, dim)
+        if self.space is not None:
+            self.n_points = reference._set_shape[0]
+            self._columns = reference._columns
+
+    def forward(self, x1, x2, diag=False, last_dim_is_batch=False, **params):
+        """K(x1, x2), shape (..., N, M); with ``diag`` the pairs (x1[i], x2[i]), shape (..., N)."""
+        if last_dim_is_batch:
+            raise NotImplementedError("SetKernel does not support last_dim_is_batch")
+        A, B = self._scaled_subsets(x1, "x1"), self._scaled_subsets(x2, "x2")
+        if diag:
+            K = _set_mean(A, B, self.nu)
+            if self.normalize:
+                K = K / torch.sqrt(_set_mean(A, A, self.nu) * _set_mean(B, B, self.nu))
+            return self.variance * K
+        # every pair of sets by broadcasting: (..., N, 1, m, d) against (..., 1, M, m', d)
+        K = _set_mean(A.unsqueeze(-3), B.unsqueeze(-4), self.nu)
+        if self.normalize:
+            K = K / torch.sqrt(_set_mean(A, A, self.nu).unsqueeze(-1) * _set_mean(B, B, self.nu).unsqueeze(-2))
+        if x1 is x2 or (x1.shape == x2.shape and torch.equal(x1, x2)):
+            # K(X, X): the sums over (i, j) and (j, i) round differently; make it exactly symmetric, as fastfm's is
+            K = 0.5 * (K + K.transpose(-2, -1))
+        return self.variance * K
+
+    def _sets(self, x, name):
+        """The sets of the rows of x, shape (..., N, m, dim), after checking the shape and the values."""
+        if self.space is not None:
+            if x.shape[-1] != self.space.n_dims:
+                raise InvalidConfigError(
+                    f"SetKernel on the Set {self.parameter!r}: {name} must have {self.space.n_dims} columns (the "
+                    f"encoding of this kernel's space), got shape {tuple(x.shape)}", name)
+            x = x[..., self._columns]
+        elif x.shape[-1] == 0 or x.shape[-1] % self.dim:
+            raise InvalidConfigError(
+                f"SetKernel: each row of {name} must hold one set, m points of dim={self.dim} one after the other "
+                f"(m·{self.dim} values), got shape {tuple(x.shape)}", name)
+        if not torch.all(torch.isfinite(x)):
+            raise InvalidValueError(f"SetKernel: {name} holds non-finite values", name)
+        return x.reshape(*x.shape[:-1], x.shape[-1] // self.dim, self.dim)
+
+    def _scaled_subsets(self, x, name):
+        """The (subsampled) sets of x divided by the lengthscales, shape (..., N, L, dim)."""
+        sets = self._sets(x.to(self.raw_variance.dtype), name)
+        m = sets.shape[-2]
+        if self.n_subsample is not None and self.n_subsample < m:
+            # K̂ (Eqs. 5-7): fastfm's choice of points, a function of the seed and the (detached) points
+            flat = sets.reshape(-1, m, self.dim)
+            _, indices = _fastfm_sets.subsample_sets(flat.detach().cpu().numpy(), self.n_subsample, self.seed,
+                                                     self.subsample)
+            index = torch.as_tensor(np.ascontiguousarray(indices), device=sets.device)
+            sets = torch.gather(flat, 1, index.unsqueeze(-1).expand(-1, -1, self.dim))
+            sets = sets.reshape(*x.shape[:-1], self.n_subsample, self.dim)
+        return sets / self.lengthscale.reshape(-1)
+
+    def to_fastfm(self, backend="auto"):
+        """The fastfm kernel with this kernel's current hyperparameters and bounds (see :func:`to_fastfm`)."""
+        arguments = self._fastfm_arguments(backend)
+        if np.size(arguments["lengthscale"]) == 1:
+            arguments["lengthscale"] = float(arguments["lengthscale"][0])
+        return _fastfm_sets.SetKernel(n_subsample=self.n_subsample, seed=self.seed, nu=self.nu, space=self.space,
+                                      parameter=self.parameter, normalize=self.normalize, subsample=self.subsample,
+                                      **arguments)
+
+    def __repr__(self):
+        where = f"parameter={self.parameter!r}" if self.space is not None else f"dim={self.dim}"
+        subsample = "" if self.n_subsample is None else (f", n_subsample={self.n_subsample}, seed={self.seed}, "
+                                                         f"subsample={self.subsample!r}")
+        return f"SetKernel({where}, nu={self.nu}, normalize={self.normalize}{subsample})"
+
+
+def _set_point_dim(reference, dim):
+    """The points' dimension of a GPyTorch SetKernel: the Set's (with a space), else ``dim`` or the ARD
+    lengthscale's size, checked against the lengthscale (fastfm checks it only when called)."""
+    n_lengthscales = int(np.size(reference.lengthscale))
+    if reference.space is not None:
+        set_dim = reference._set_shape[1]
+        if dim is not None and dim != set_dim:
+            raise InvalidConfigError(f"SetKernel: dim={dim!r} but the Set {reference.parameter!r} has points of "
+                                     f"dim={set_dim}", "dim")
+        dim = set_dim
+    elif dim is None:
+        if n_lengthscales == 1:
+            raise InvalidConfigError("SetKernel without a space reads each row as m points of dimension dim: give "
+                                     "dim= (or an ARD lengthscale, one per coordinate)", "dim")
+        dim = n_lengthscales
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool) or dim < 1:
+        raise InvalidConfigError(f"SetKernel: dim must be a positive integer, got dim={dim!r}", "dim")
+    if n_lengthscales not in (1, dim):
+        raise InvalidConfigError(f"SetKernel: lengthscale has {n_lengthscales} values but the sets' points have "
+                                 f"dim={dim}", "lengthscale")
+    return int(dim)
+
+
 # ---- conversions ------------------------------------------------------------------------------------------
 def _fastfm_arguments(kernel):
     """Keyword arguments of a constructor (either library's) holding a fastfm ``kernel``'s values and bounds."""
@@ -568,29 +754,36 @@ def _fastfm_arguments(kernel):
     return arguments
 
 
-def to_gpytorch(kernel, compiled=False):
+def to_gpytorch(kernel, compiled=False, dim=None):
     """The GPyTorch form of a fastfm kernel, its current (e.g. fitted) hyperparameters and bounds included.
 
     Parameters
     ----------
-    kernel : fastfm.kernels.ModLap, ModDif, FMKernel, Hierarchical, or a Sum / Product of them
+    kernel : fastfm.kernels.ModLap, ModDif, FMKernel, Hierarchical, SetKernel, or a Sum / Product of them
         For a fitted ``GaussianProcessRegressor``, its ``kernel_``.
     compiled : bool, default False
-        The GPyTorch kernels' option (see :class:`FMKernel`).
+        The FM and Hierarchical kernels' option (see :class:`FMKernel`); a :class:`SetKernel` has none.
+    dim : int, optional
+        The points' dimension of a ``SetKernel`` built without a space whose lengthscale is isotropic (GPyTorch
+        takes each set as one row of m·dim values; see :class:`SetKernel`).
 
     Returns
     -------
-    ModLap, ModDif, FMKernel or Hierarchical (``gpytorch.kernels.AdditiveKernel`` / ``ProductKernel`` for a
-    Sum / Product)
+    ModLap, ModDif, FMKernel, Hierarchical or SetKernel (``gpytorch.kernels.AdditiveKernel`` / ``ProductKernel``
+    for a Sum / Product)
 
     Raises
     ------
     TypeError
-        For a kernel with no GPyTorch form here (``SetKernel``, ``ModNN``, ``RBF``, ...).
+        For a kernel with no GPyTorch form here (``ModNN``, ``RBF``, ``SubspaceKernel``, ...).
     """
     if isinstance(kernel, (FastFMSum, FastFMProduct)):
-        parts = [to_gpytorch(kernel.k1, compiled), to_gpytorch(kernel.k2, compiled)]
+        parts = [to_gpytorch(kernel.k1, compiled, dim), to_gpytorch(kernel.k2, compiled, dim)]
         return AdditiveKernel(*parts) if isinstance(kernel, FastFMSum) else ProductKernel(*parts)
+    if isinstance(kernel, _fastfm_sets.SetKernel):
+        return SetKernel(n_subsample=kernel.n_subsample, seed=kernel.seed, nu=kernel.nu, space=kernel.space,
+                         parameter=kernel.parameter, normalize=kernel.normalize, subsample=kernel.subsample,
+                         dim=None if kernel.space is not None else dim, **_fastfm_arguments(kernel))
     if isinstance(kernel, _fastfm_fm.FMKernel):
         arguments = dict(_fastfm_arguments(kernel), unit_diagonal=bool(kernel.unit_diagonal), compiled=compiled)
         # ModLap and ModDif fix the modulation (a ModDif is an FMKernel with the diffusion function)
@@ -603,8 +796,8 @@ def to_gpytorch(kernel, compiled=False):
     if isinstance(kernel, _hierarchical.Hierarchical):
         return Hierarchical(kernel.space, kernel.base, compiled=compiled, **_fastfm_arguments(kernel))
     kind = type(kernel).__name__ if isinstance(kernel, FastFMKernel) else repr(type(kernel))
-    raise TypeError(f"to_gpytorch converts fastfm's ModLap, ModDif, FMKernel and Hierarchical kernels (and Sums and "
-                    f"Products of them); {kind} has no GPyTorch form in fastfm.integration.gpytorch")
+    raise TypeError(f"to_gpytorch converts fastfm's ModLap, ModDif, FMKernel, Hierarchical and SetKernel kernels (and "
+                    f"Sums and Products of them); {kind} has no GPyTorch form in fastfm.integration.gpytorch")
 
 
 def to_fastfm(kernel, backend="auto"):
@@ -613,7 +806,7 @@ def to_fastfm(kernel, backend="auto"):
     The inverse of :func:`to_gpytorch` (e.g. to use fastfm's GP or BO machinery with hyperparameters that BoTorch
     fitted); ``backend`` is the fastfm kernel's.
     """
-    if not isinstance(kernel, _SpaceKernel):
+    if not isinstance(kernel, _FastFMHyperparameters):
         raise TypeError(f"to_fastfm converts fastfm.integration.gpytorch's kernels, got {type(kernel).__name__}")
     return kernel.to_fastfm(backend)
 

@@ -1,7 +1,8 @@
-"""``fastfm.integration.gpytorch`` on real PyTorch, GPyTorch and BoTorch: the GPyTorch FM and Hierarchical kernels
-against fastfm's own (Gram, diagonal, hyperparameter and input gradients, unit diagonal on and off, a mixed and a
-conditional space), the conversions both ways (a fitted GP's kernel included), and a BoTorch SingleTaskGP fitted with
-``fit_gpytorch_mll`` whose acquisition ``optimize_acqf_mixed_alternating`` optimises on Func3C's encoding."""
+"""``fastfm.integration.gpytorch`` on real PyTorch, GPyTorch and BoTorch: the GPyTorch FM, Hierarchical and Set
+kernels against fastfm's own (Gram, diagonal, hyperparameter and input gradients, unit diagonal on and off, a mixed
+and a conditional space; the set kernel exact and subsampled, plain and normalised), the conversions both ways (a
+fitted GP's kernel included), and BoTorch SingleTaskGPs fitted with ``fit_gpytorch_mll``, one whose acquisition
+``optimize_acqf_mixed_alternating`` optimises on Func3C's encoding and one on a Set space."""
 import warnings
 
 import numpy as np
@@ -11,7 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gpytorch")
 
 import fastfm as ff  # noqa: E402
-from fastfm.integration.gpytorch import (FMKernel, Hierarchical, LogInterval, ModDif, ModLap,  # noqa: E402
+from fastfm.integration.gpytorch import (FMKernel, Hierarchical, LogInterval, ModDif, ModLap, SetKernel,  # noqa: E402
                                          botorch_search_domain, to_fastfm, to_gpytorch)
 
 from _spaces import make_conditional_space  # noqa: E402
@@ -360,3 +361,191 @@ def test_hierarchical_single_task_gp_fits_on_a_conditional_space():
     with torch.no_grad():
         mean = model.posterior(torch.tensor(space.sample_encoded(4, seed=17))).mean
     assert torch.all(torch.isfinite(mean))
+
+
+# ---- SetKernel ----------------------------------------------------------------------------------------------
+def _set_space():
+    """A Set of 5 points in [−1, 1]² between a Real and a Categorical: the kernel reads the Set's columns only."""
+    return ff.Space([ff.Real("x", 0.0, 1.0), ff.Set("points", n_points=5, dim=2, low=-1.0, high=1.0),
+                     ff.Categorical("c", ["a", "b", "c"])])
+
+
+SET_SPACE = _set_space()
+# (nu, ARD, normalize, n_subsample, subsample): the exact kernel and both draws of K̂ (L = 3 of m = 5)
+SET_CASES = [(nu, ard, normalize, None, "shared") for nu in (0.5, 1.5, 2.5) for ard in (False, True)
+             for normalize in (False, True)] + [(2.5, True, normalize, 3, subsample) for normalize in (False, True)
+                                                for subsample in ("shared", "independent")]
+SET_IDS = [f"nu{nu}-{'ard' if ard else 'iso'}-{'norm' if normalize else 'plain'}-"
+           f"{'exact' if L is None else f'L{L}-{subsample}'}" for nu, ard, normalize, L, subsample in SET_CASES]
+
+
+@pytest.fixture(params=SET_CASES, ids=SET_IDS)
+def set_case(request):
+    nu, ard, normalize, n_subsample, subsample = request.param
+    reference = ff.kernels.SetKernel(space=SET_SPACE, parameter="points", nu=nu, lengthscale=[0.3, 0.7] if ard else 0.4,
+                                     variance=1.7, normalize=normalize, n_subsample=n_subsample, seed=4,
+                                     subsample=subsample, backend="numpy")
+    return reference, SET_SPACE.sample_encoded(11, seed=21), SET_SPACE.sample_encoded(6, seed=22)
+
+
+def _set_log_gradient(kernel):
+    """The raw parameters' gradients in fastfm's theta order [log ℓ | log σ²]."""
+    return torch.cat([kernel.raw_lengthscale.grad.reshape(-1), kernel.raw_variance.grad.reshape(1)]).numpy()
+
+
+def test_set_kernel_equals_fastfm(set_case):
+    reference, X, Y = set_case
+    kernel = to_gpytorch(reference)
+    assert type(kernel) is SetKernel and kernel.n_points == 5 and kernel.dim == 2
+    X_t, Y_t = torch.tensor(X), torch.tensor(Y)
+    np.testing.assert_allclose(_dense(kernel(X_t, Y_t)), reference(X, Y), rtol=1e-10, atol=0)
+    np.testing.assert_allclose(_dense(kernel(X_t)), reference(X), rtol=1e-10, atol=0)
+    np.testing.assert_allclose(kernel(X_t, diag=True).detach().numpy(), reference.diag(X), rtol=1e-10, atol=0)
+    np.testing.assert_allclose(_dense(kernel(X_t, Y_t)), to_fastfm(kernel)(X, Y), rtol=1e-10, atol=0)  # C++ backend
+    if reference.n_subsample is not None:        # K̂ is fastfm's draw, not the exact kernel
+        exact = ff.kernels.SetKernel(space=SET_SPACE, nu=reference.nu, lengthscale=reference.lengthscale,
+                                     variance=reference.variance, normalize=reference.normalize)
+        assert np.abs(_dense(kernel(X_t, Y_t)) - exact(X, Y)).max() > 1e-3
+
+
+def test_set_kernel_hyperparameter_gradients_equal_fastfm(set_case):
+    reference, X, _ = set_case
+    kernel = to_gpytorch(reference)
+    W = np.random.default_rng(23).standard_normal((len(X), len(X)))
+    torch.sum(torch.tensor(W) * kernel(torch.tensor(X)).to_dense()).backward()
+    gradient = _set_log_gradient(kernel)
+    expected = reference.gradient_reduction(X, W)
+    assert gradient.shape == expected.shape == (np.size(reference.lengthscale) + 1,)
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(gradient, expected, rtol=0, atol=1e-10 * scale)
+    _, dK = reference(X, eval_gradient=True)
+    np.testing.assert_allclose(gradient, np.einsum("ab,abj->j", W, dK), rtol=0, atol=1e-10 * scale)
+
+
+def test_set_kernel_input_gradient_equals_fastfm(set_case):
+    reference, X, Y = set_case
+    kernel = to_gpytorch(reference)
+    Y_t = torch.tensor(Y, requires_grad=True)
+    V = np.random.default_rng(24).standard_normal((len(Y), len(X)))
+    torch.sum(torch.tensor(V) * kernel(Y_t, torch.tensor(X)).to_dense()).backward()
+    _, dK = reference.gram_and_input_gradient(Y, X)       # dK[m, n, d] = ∂K[m, n]/∂Y[m, d], continuous columns
+    expected = np.einsum("mn,mnd->md", V, dK)
+    Dc = SET_SPACE.n_continuous
+    np.testing.assert_allclose(Y_t.grad[:, :Dc].numpy(), expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    assert torch.all(Y_t.grad[:, Dc:] == 0) and torch.all(Y_t.grad[:, 0] == 0)   # the other columns are not read
+
+
+def test_set_kernel_gram_is_symmetric_psd_and_permutation_invariant():
+    kernel = SetKernel(space=SET_SPACE, lengthscale=[0.3, 0.7], variance=1.3)
+    X = SET_SPACE.sample_encoded(30, seed=25)
+    K = _dense(kernel(torch.tensor(X)))
+    np.testing.assert_array_equal(K, K.T)
+    assert np.linalg.eigvalsh(K).min() > -1e-12 * np.abs(K).max()
+    # the points of each set in another order: the same kernel values (a function of the set)
+    columns = SET_SPACE.column("points")
+    shuffled = X.copy()
+    rng = np.random.default_rng(26)
+    for row in shuffled:
+        row[columns] = row[columns].reshape(5, 2)[rng.permutation(5)].reshape(-1)
+    np.testing.assert_allclose(_dense(kernel(torch.tensor(shuffled), torch.tensor(X))), K, rtol=1e-12, atol=0)
+
+
+def test_set_kernel_without_a_space_reads_rows_of_points():
+    rng = np.random.default_rng(27)
+    sets, others = rng.random((8, 4, 3)), rng.random((5, 4, 3))         # sets of 4 points in R³
+    reference = ff.kernels.SetKernel(lengthscale=0.6, nu=1.5, variance=0.8, normalize=True)
+    kernel = to_gpytorch(reference, dim=3)
+    assert kernel.dim == 3 and kernel.space is None
+    K = _dense(kernel(torch.tensor(sets.reshape(8, 12)), torch.tensor(others.reshape(5, 12))))
+    np.testing.assert_allclose(K, reference(sets, others), rtol=1e-10, atol=0)
+    # an ARD lengthscale gives the points' dimension; batches give each batch its Gram
+    ard = SetKernel(lengthscale=[0.3, 0.5, 0.9], n_subsample=2, seed=3)
+    assert ard.dim == 3
+    batch = torch.tensor(sets.reshape(2, 4, 12))
+    K = _dense(ard(batch))
+    assert K.shape == (2, 4, 4)
+    np.testing.assert_allclose(K[1], ard.to_fastfm()(sets[4:]), rtol=1e-10, atol=0)
+
+
+def test_set_kernel_round_trips_a_fitted_gp_kernel():
+    problem = ff.benchmarks.SetChamfer()
+    X = problem.space.sample_encoded(15, seed=28)
+    gp = ff.GaussianProcessRegressor(ff.kernels.SetKernel(space=problem.space, lengthscale=[0.5, 0.5], n_subsample=4,
+                                                          seed=7, normalize=True),
+                                     n_restarts=0, random_state=0)
+    gp.fit(X, problem.evaluate_encoded(X))
+    fitted = gp.kernel_
+    kernel = to_gpytorch(fitted)
+    theta = torch.cat([kernel.raw_lengthscale.reshape(-1), kernel.raw_variance.reshape(1)]).detach().numpy()
+    np.testing.assert_allclose(theta, fitted.theta, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(_dense(kernel(torch.tensor(X))), fitted(X), rtol=1e-10, atol=0)
+    back = to_fastfm(kernel)
+    assert type(back) is ff.kernels.SetKernel
+    assert (back.space, back.parameter, back.n_subsample, back.seed, back.normalize, back.nu, back.subsample) == (
+        fitted.space, fitted.parameter, 4, 7, True, 2.5, "shared")
+    np.testing.assert_allclose(back.theta, fitted.theta, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(back.bounds, fitted.bounds)
+    # a fixed variance (the Set factors of fastfm's default kernel) stays out of the fit both ways
+    fixed = to_gpytorch(ff.kernels.SetKernel(space=problem.space, variance=1.0, variance_bounds="fixed"))
+    assert not fixed.raw_variance.requires_grad and fixed.to_fastfm().hyperparameters[1].fixed
+
+
+def test_set_kernel_errors_name_the_problem():
+    kernel = SetKernel(space=SET_SPACE)
+    with pytest.raises(ff.InvalidConfigError, match=r"Set 'points': x1 must have 12 columns") as error:
+        kernel(torch.zeros(3, 10)).to_dense()
+    assert error.value.parameter == "x1"
+    with pytest.raises(ff.InvalidConfigError, match="m points of dim=2") as error:
+        SetKernel(dim=2)(torch.zeros(3, 5)).to_dense()                # 5 values are not whole points of R²
+    assert error.value.parameter == "x1"
+    bad = torch.tensor(SET_SPACE.sample_encoded(2, seed=29))
+    bad[0, 3] = float("nan")
+    with pytest.raises(ff.InvalidValueError, match="non-finite"):
+        kernel(bad).to_dense()
+    with pytest.raises(ff.InvalidConfigError, match="give dim=") as error:
+        SetKernel()                                    # an isotropic lengthscale, no space: rows are ambiguous
+    assert error.value.parameter == "dim"
+    with pytest.raises(ff.InvalidConfigError, match="lengthscale has 3 values") as error:
+        SetKernel(space=SET_SPACE, lengthscale=[0.1, 0.2, 0.3])
+    assert error.value.parameter == "lengthscale"
+    with pytest.raises(ff.InvalidValueError, match="nu must be one of"):
+        SetKernel(space=SET_SPACE, nu=2.0)
+    with pytest.raises(ff.SpaceDefinitionError, match="not a Set"):
+        SetKernel(space=SET_SPACE, parameter="c")
+    with pytest.raises(TypeError, match="SubspaceKernel has no GPyTorch form"):
+        to_gpytorch(ff.kernels.set_space_kernel("matern52", SET_SPACE))
+
+
+def test_set_kernel_single_task_gp_fits_with_botorch():
+    pytest.importorskip("botorch")
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.models import SingleTaskGP
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    # a function of the set (the mean of a function of its points): what the set kernel's GP should learn
+    space = ff.Space([ff.Set("points", n_points=4, dim=2, low=0.0, high=1.0)])
+
+    def objective(X):
+        points = X.reshape(len(X), 4, 2)
+        return np.mean(np.sin(4.0 * points[..., 0]) * np.cos(3.0 * points[..., 1]), axis=1)
+
+    X, X_test = space.sample_encoded(30, seed=30), space.sample_encoded(40, seed=31)
+    y, y_test = objective(X), objective(X_test)
+    model = SingleTaskGP(torch.tensor(X), torch.tensor(y).unsqueeze(-1),
+                         covar_module=SetKernel(space=space, lengthscale=[0.5, 0.5], normalize=True))
+    fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+    kernel = model.covar_module
+    assert not torch.allclose(kernel.lengthscale, torch.tensor(0.5, dtype=torch.float64))
+    for name in ("lengthscale", "variance"):                    # L-BFGS-B kept fastfm's bounds
+        constraint, value = getattr(kernel, f"raw_{name}_constraint"), getattr(kernel, name)
+        assert torch.all(value >= constraint.lower_bound * (1 - 1e-12))
+        assert torch.all(value <= constraint.upper_bound * (1 + 1e-12))
+    model.eval()
+    reversed_points = X.reshape(30, 4, 2)[:, ::-1].reshape(30, 8)         # the same sets, points in another order
+    with torch.no_grad():
+        mean, mean_test, mean_reversed = (model.posterior(torch.tensor(points)).mean.squeeze(-1).numpy()
+                                          for points in (X, X_test, reversed_points))
+    # better than the prior mean (the training mean, after BoTorch's Standardize), in and out of the sample
+    assert np.sqrt(np.mean((mean - y) ** 2)) < 0.2 * np.std(y)
+    assert np.sqrt(np.mean((mean_test - y_test) ** 2)) < 0.3 * np.sqrt(np.mean((y_test - y.mean()) ** 2))
+    np.testing.assert_allclose(mean_reversed, mean, rtol=0, atol=1e-9 * np.abs(mean).max())
