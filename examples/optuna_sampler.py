@@ -2,8 +2,8 @@
 ===========================
 
 fastfm's Bayesian optimisation as an Optuna sampler: a define-by-run objective with a float, a log-scaled
-float, a stepped int and a categorical, plus a parameter that exists for one branch only (it is sampled by
-the independent sampler, as Optuna's own model-based samplers do).
+float, a stepped int and a categorical, plus a parameter that exists for one branch only: the sampler sees that
+``booster`` decides when ``rate_drop`` is suggested and models it as ``active_if={"booster": "dart"}``.
 
 Needs Optuna (pip install fastfm[optuna]).  Run: python examples/optuna_sampler.py"""
 import math
@@ -28,7 +28,7 @@ def validation_error(trial):
 
 if __name__ == "__main__":
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = FMSampler(seed=0, n_startup_trials=10, warn_independent_sampling=False)
+    sampler = FMSampler(seed=0, n_startup_trials=10)
     study = optuna.create_study(direction="minimize", sampler=sampler)
     study.optimize(validation_error, n_trials=40)
     print(f"best value {study.best_value:.4f} with {study.best_params}")

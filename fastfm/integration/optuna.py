@@ -9,26 +9,42 @@
 How a trial is sampled
 ----------------------
 Optuna samples define-by-run: the objective asks for its parameters one at a time.  The sampler
-proposes values jointly for the *relative search space*, the parameters every completed trial so far
-suggested with the same distribution (Optuna's ``IntersectionSearchSpace``, single-value distributions
-left out: Optuna fixes those itself).  Every other parameter (one that only some branches of the
-objective suggest, or whose range changes) goes to the ``independent_sampler``, with a warning once per
-parameter.  So does everything during the first ``n_startup_trials`` completed trials.
+proposes values jointly for the *relative search space*, inferred from the completed trials
+(``infer_conditional_search_space``):
+
+* the parameters every completed trial suggested, with one distribution (single-value distributions left
+  out: Optuna fixes those itself);
+* the *conditional* ones, suggested by some completed trials only, when a parent explains them: a
+  categorical (or an int or grid searched as a graph) parameter of the space, suggested by every trial that
+  suggested the child and by some that did not, whose values in the first trials never occur in the second.
+  The child then becomes ``active_if={parent: the values it had with the child}`` in the fastfm ``Space``:
+  it is active exactly where the completed trials suggested it.  Parents may be conditional themselves
+  (``classifier -> kernel -> degree``), and a child that several parents explain takes the nearest one.
+
+The model proposes a whole configuration of that conditional space, and the sampler returns its *active*
+parameters: those of the branch it chose, which are the ones the objective asks for when it follows that
+branch.  Every other parameter goes to the ``independent_sampler``, with a warning once per parameter (none
+for a parameter no completed trial has suggested yet: a branch met for the first time): one whose
+distribution changes between trials, one whose presence no single parent's values explain (a continuous
+parent, ``x > 0``, or a conjunction of two parents), or one the proposal has inactive that the objective
+asks for all the same (its branches other than the completed trials showed).  So does everything during the
+first ``n_startup_trials`` completed trials.
 
 Each relative sample builds a fresh ``fastfm.Optimizer`` on the search space and tells it:
 
-* every COMPLETE trial holding the whole search space (its value negated when the study maximises:
-  fastfm minimises; a configuration completed twice keeps its first value, as ``Optimizer.tell`` takes
-  each point once); FAIL and PRUNED trials are left out, as Optuna's own samplers do;
-* every other RUNNING trial that has all the parameters (``consider_pending``) at the best value seen:
-  the constant liar.  ``Optimizer`` conditions on pending points only for the asks it made itself and has
-  no public way to add a point someone else is evaluating; telling a running configuration at the best
-  value moves the next suggestion away from it, as its own ``pending="liar_min"`` does.  The values this
-  sampler proposes are written to the trial's system attributes, so that processes sharing the storage
-  see a running trial's configuration before the objective has suggested all of it (as Optuna's
+* every COMPLETE trial, as the config of its parameters active in it (its value negated when the study
+  maximises: fastfm minimises; a configuration completed twice keeps its first value, as ``Optimizer.tell``
+  takes each point once); FAIL and PRUNED trials are left out, as Optuna's own samplers do;
+* every other RUNNING trial that has all the parameters active in it (``consider_pending``) at the best
+  value seen: the constant liar.  ``Optimizer`` conditions on pending points only for the asks it made
+  itself and has no public way to add a point someone else is evaluating; telling a running configuration
+  at the best value moves the next suggestion away from it, as its own ``pending="liar_min"`` does.  The
+  values this sampler proposes are written to the trial's system attributes, so that processes sharing the
+  storage see a running trial's configuration before the objective has suggested all of it (as Optuna's
   ``GPSampler`` does).
 
-A fresh optimiser per sample keeps the sampler stateless apart from its random generator: threads
+A fresh optimiser per sample keeps the sampler stateless apart from its random generator (and caches of
+what the completed trials determine: the conditional search space, the fastfm ``Space``): threads
 (``study.optimize(n_jobs=...)``), processes sharing an RDB or a journal storage, and resumed studies all
 see the same thing, the study's trials.  The cost is a model fit per trial, which the sampler needs
 anyway after each new completed trial.
@@ -54,6 +70,7 @@ list, where True == 1 and 1.0 == 1 would confuse a lookup by value).
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import logging
@@ -64,7 +81,6 @@ import threading
 try:
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
     from optuna.samplers import BaseSampler, RandomSampler
-    from optuna.search_space import IntersectionSearchSpace
     from optuna.study import StudyDirection
     from optuna.trial import TrialState
 except ImportError as exc:
@@ -103,9 +119,9 @@ _PROBE_SPACE = Space([Real("x", 0.0, 1.0), Categorical("c", [0, 1])])
 class _RealCodec:
     """``FloatDistribution`` without a step: a ``Real`` with the same bounds and log flag."""
 
-    def __init__(self, name, distribution):
+    def __init__(self, name, distribution, active_if=None):
         self.distribution = distribution
-        self.parameter = Real(name, distribution.low, distribution.high, log=distribution.log)
+        self.parameter = Real(name, distribution.low, distribution.high, log=distribution.log, active_if=active_if)
 
     def to_fastfm(self, value):
         return min(max(float(value), self.distribution.low), self.distribution.high)
@@ -117,9 +133,10 @@ class _RealCodec:
 class _IntegerCodec:
     """``IntDistribution`` with step 1: an ``Integer`` with the same bounds and log flag."""
 
-    def __init__(self, name, distribution):
+    def __init__(self, name, distribution, active_if=None):
         self.distribution = distribution
-        self.parameter = Integer(name, distribution.low, distribution.high, log=distribution.log)
+        self.parameter = Integer(name, distribution.low, distribution.high, log=distribution.log,
+                                 active_if=active_if)
 
     def to_fastfm(self, value):
         return int(value)
@@ -132,11 +149,11 @@ class _GridCodec:
     """A stepped ``FloatDistribution`` or ``IntDistribution``: an ``Integer`` over the grid index k of
     low + k·step, so that every proposal lies on the grid."""
 
-    def __init__(self, name, distribution):
+    def __init__(self, name, distribution, active_if=None):
         self.distribution = distribution
         # Optuna lowers high onto the grid, so the ratio is an integer up to rounding
         self.n_steps = int(round((distribution.high - distribution.low) / distribution.step))
-        self.parameter = Integer(name, 0, self.n_steps)
+        self.parameter = Integer(name, 0, self.n_steps, active_if=active_if)
 
     def to_fastfm(self, value):
         index = int(round((float(value) - self.distribution.low) / self.distribution.step))
@@ -152,9 +169,9 @@ class _GridCodec:
 class _ChoiceCodec:
     """``CategoricalDistribution``: a ``Categorical`` over the choices' indices."""
 
-    def __init__(self, name, distribution):
+    def __init__(self, name, distribution, active_if=None):
         self.distribution = distribution
-        self.parameter = Categorical(name, list(range(len(distribution.choices))))
+        self.parameter = Categorical(name, list(range(len(distribution.choices))), active_if=active_if)
 
     def to_fastfm(self, value):
         # the same object or an equal one of the same type first: Optuna's own lookup
@@ -179,13 +196,17 @@ def _is_supported(distribution):
     return isinstance(distribution, (FloatDistribution, IntDistribution, CategoricalDistribution))
 
 
-def _parameter_codec(name, distribution):
+def _parameter_codec(name, distribution, active_if=None):
     if isinstance(distribution, CategoricalDistribution):
-        return _ChoiceCodec(name, distribution)
-    if isinstance(distribution, FloatDistribution):
-        return _RealCodec(name, distribution) if distribution.step is None else _GridCodec(name, distribution)
-    if isinstance(distribution, IntDistribution):
-        return _IntegerCodec(name, distribution) if distribution.step == 1 else _GridCodec(name, distribution)
+        kind = _ChoiceCodec
+    elif isinstance(distribution, FloatDistribution):
+        kind = _RealCodec if distribution.step is None else _GridCodec
+    elif isinstance(distribution, IntDistribution):
+        kind = _IntegerCodec if distribution.step == 1 else _GridCodec
+    else:
+        kind = None
+    if kind is not None:
+        return kind(name, distribution, active_if)
     raise InvalidValueError(f"FMSampler: parameter {name!r} has a distribution it cannot map: {distribution!r}",
                             name, distribution)
 
@@ -197,35 +218,51 @@ class SearchSpaceCodec:
     ----------
     search_space : dict of str to optuna.distributions.BaseDistribution
         Float, int and categorical distributions, none of them single-valued.
+    conditions : dict of str to (str, tuple), optional
+        child -> (parent, allowed values): the child is active only where the parent is active and takes one of
+        the allowed values, given as fastfm values of the parent (a choice's index, a grid's index, an int), as
+        :func:`infer_conditional_search_space` finds them.  The parents are discrete and in ``search_space``.
 
     Attributes
     ----------
     space : fastfm.Space
         One parameter per distribution, in the order of the names (so that workers that met the
-        parameters in different orders build the same space).
+        parameters in different orders build the same space), each child with ``active_if={parent: allowed}``.
     """
 
-    def __init__(self, search_space):
+    def __init__(self, search_space, conditions=None):
         self.search_space = dict(search_space)
-        self._codecs = {name: _parameter_codec(name, distribution)
+        self.conditions = dict(conditions or {})
+        self._codecs = {name: _parameter_codec(name, distribution, _active_if(self.conditions.get(name)))
                         for name, distribution in sorted(self.search_space.items())}
         self.space = Space([codec.parameter for codec in self._codecs.values()])
 
     def to_config(self, params):
-        """The fastfm config of Optuna parameter values (external representation)."""
-        return {name: codec.to_fastfm(params[name]) for name, codec in self._codecs.items()}
+        """The fastfm config of Optuna parameter values (external representation); parameters outside the search
+        space are left out, and so are missing ones (``Space.encode`` says whether the config is whole)."""
+        return {name: codec.to_fastfm(params[name]) for name, codec in self._codecs.items() if name in params}
 
     def to_params(self, config):
-        """Optuna parameter values (external representation) of a fastfm config."""
-        return {name: codec.to_optuna(config[name]) for name, codec in self._codecs.items()}
+        """Optuna parameter values (external representation) of a fastfm config (its active parameters)."""
+        return {name: codec.to_optuna(config[name]) for name, codec in self._codecs.items() if name in config}
+
+    def _whole(self, config):
+        """True when ``config`` holds exactly the parameters active in it."""
+        active = self.space.is_active(config)
+        return all((name in config) == active[name] for name in self._codecs)
 
     def holds(self, trial):
-        """True when ``trial`` suggested every parameter of the search space with the same distribution."""
-        return all(trial.distributions.get(name) == distribution for name, distribution in self.search_space.items())
+        """True when ``trial`` suggested exactly the parameters of the search space that are active in it (all of
+        them in a space without conditions), each with the search space's distribution."""
+        for name in trial.params.keys() & self.search_space.keys():
+            if trial.distributions.get(name) != self.search_space[name]:
+                return False
+        return self._whole(self.to_config(trial.params))
 
     def running_params(self, trial):
         """A running trial's values of the search space: those it suggested, completed by those the sampler
-        proposed to it (``RELATIVE_PARAMS_KEY``); None when some are missing or from another distribution."""
+        proposed to it (``RELATIVE_PARAMS_KEY``), less those inactive in them; None when an active one is missing
+        or one is from another distribution."""
         proposed = _read_relative_params(trial)
         params = {}
         for name, distribution in self.search_space.items():
@@ -238,9 +275,110 @@ class SearchSpaceCodec:
                     params[name] = distribution.to_external_repr(proposed[name])
                 except (IndexError, TypeError, ValueError):
                     return None
-            else:
-                return None
-        return params
+        active = self.space.is_active(self.to_config(params))
+        if not all(name in params for name in self._codecs if active[name]):
+            return None
+        return {name: value for name, value in params.items() if active[name]}
+
+
+def _active_if(condition):
+    return None if condition is None else {condition[0]: list(condition[1])}
+
+
+# --------------------------------------------------------------------------------- conditional search space
+@dataclasses.dataclass(frozen=True)
+class ConditionalSearchSpace:
+    """What the completed trials of a define-by-run objective say about its search space.
+
+    Attributes
+    ----------
+    distributions : dict of str to optuna.distributions.BaseDistribution
+        The modelled parameters, parents before their children: those every completed trial suggested, and the
+        conditional ones a parent explains.
+    conditions : dict of str to (str, tuple)
+        child -> (parent, allowed fastfm values of the parent), as ``SearchSpaceCodec`` takes them.
+    unexplained : frozenset of str
+        Parameters some completed trials suggested and others not, that no parent explains: left to the
+        independent sampler.
+    """
+
+    distributions: dict
+    conditions: dict
+    unexplained: frozenset
+
+    def restricted_to(self, search_space):
+        """(distributions, conditions) of the parameters that ``search_space`` holds with the same distribution,
+        less the children of a parameter left out (``search_space`` may come from fewer completed trials)."""
+        kept, conditions = {}, {}
+        for name, distribution in self.distributions.items():       # parents first
+            condition = self.conditions.get(name)
+            if search_space.get(name) != distribution or (condition is not None and condition[0] not in kept):
+                continue
+            kept[name] = distribution
+            if condition is not None:
+                conditions[name] = condition
+        return kept, conditions
+
+
+def infer_conditional_search_space(trials):
+    """The conditional search space that explains which parameters each completed trial suggested.
+
+    Parameters
+    ----------
+    trials : sequence of optuna.trial.FrozenTrial
+        The completed trials.
+
+    Returns
+    -------
+    ConditionalSearchSpace
+
+    Notes
+    -----
+    A parameter enters when every trial that suggested it used one distribution (not single-valued, of a kind
+    the sampler maps).  One that every trial suggested is unconditional.  One that only some trials suggested
+    (child) needs a parent: a discrete modelled parameter (categorical, or an int or grid searched as a graph)
+    suggested by every trial that suggested the child and by at least one that did not, whose values in the
+    first trials and in the second are disjoint sets.  The child is then active where the parent is active and
+    takes one of the values it had with the child, which is exactly where the trials suggested it (values the
+    parent never took leave the child inactive).  A parent suggested by strictly more trials than its child, the
+    conditions form a tree; a child that several parents explain takes the one suggested by the fewest trials
+    (the nearest), then the one with the fewest values, then the first by name.  Conjunctions of parents are not
+    searched: a child no single parent explains is ``unexplained``.
+    """
+    trials = list(trials)
+    distributions, inconsistent = {}, set()
+    for trial in trials:
+        for name, distribution in trial.distributions.items():
+            if name in inconsistent:
+                continue
+            if name not in distributions:
+                distributions[name] = distribution
+            elif distributions[name] != distribution:
+                inconsistent.add(name)
+                del distributions[name]
+    distributions = {name: d for name, d in distributions.items() if _is_supported(d) and not d.single()}
+    codecs = {name: _parameter_codec(name, d) for name, d in distributions.items()}
+    present = {name: frozenset(i for i, trial in enumerate(trials) if name in trial.params) for name in distributions}
+    modelled = {name: d for name, d in sorted(distributions.items()) if len(present[name]) == len(trials)}
+    conditions, unexplained = {}, set()
+    # a parent is suggested by more trials than its child: deciding the children in that order, every parent of
+    # a child is decided before it
+    for child in sorted((n for n in distributions if n not in modelled), key=lambda n: (-len(present[n]), n)):
+        explanations = []
+        for parent in modelled:
+            if codecs[parent].parameter.is_continuous or not present[child] < present[parent]:
+                continue
+            with_child = {codecs[parent].to_fastfm(trials[i].params[parent]) for i in present[child]}
+            without = {codecs[parent].to_fastfm(trials[i].params[parent]) for i in present[parent] - present[child]}
+            if not with_child & without:
+                explanations.append(((len(present[parent]), codecs[parent].parameter.n_states, parent),
+                                     (parent, tuple(sorted(with_child)))))
+        if explanations:
+            modelled[child] = distributions[child]
+            conditions[child] = min(explanations)[1]
+        else:
+            unexplained.add(child)
+    return ConditionalSearchSpace(modelled, conditions, frozenset(unexplained))
 
 
 def _read_relative_params(trial):
@@ -283,8 +421,8 @@ class FMSampler(BaseSampler):
         Completed trials sampled by the independent sampler before the model is used (the first trial always
         is: there is nothing to model yet).
     independent_sampler : optuna.samplers.BaseSampler, optional
-        For the startup trials and for parameters outside the relative search space (conditional
-        ones).  Default: ``optuna.samplers.RandomSampler(seed=seed)``.
+        For the startup trials and for parameters outside the relative search space (conditional ones that
+        no parent explains, module docstring).  Default: ``optuna.samplers.RandomSampler(seed=seed)``.
     kernel : str or callable, default "modlap"
         A kernel name of ``fastfm.Optimizer``, or a callable ``space -> fastfm.kernels.Kernel`` (a kernel
         object belongs to one space, and the search space can grow).  On a search space without discrete
@@ -297,7 +435,7 @@ class FMSampler(BaseSampler):
         Condition each proposal on the other running trials (constant liar, module docstring).
     warn_independent_sampling : bool, default True
         Log a warning (logger ``fastfm.integration.optuna``) the first time each parameter is sampled by
-        the independent sampler after the startup trials.
+        the independent sampler after the startup trials (not while no completed trial has suggested it).
 
     Raises
     ------
@@ -336,7 +474,9 @@ class FMSampler(BaseSampler):
         Optimizer(_PROBE_SPACE, kernel=kernel if isinstance(kernel, str) else "random", seed=0,
                   **self._optimizer_options)
         self._rng = np.random.default_rng(seed)
-        self._intersection_search_space = IntersectionSearchSpace()
+        # (key, ConditionalSearchSpace) of the last completed trials seen: the key names the study and its
+        # completed trials, which no longer change
+        self._inferred = None
         self._codec = None                 # the SearchSpaceCodec of the last search space
         self._warned_params = set()
         # numbers of the running trials whose parameters the independent sampler chooses on purpose (the
@@ -349,7 +489,7 @@ class FMSampler(BaseSampler):
         # sampler, and Optimizer.ask caps BLAS threads with threadpoolctl, a process-wide setting that two
         # concurrent asks would restore in the wrong order (leaving numpy on one thread after the study).
         self._model_lock = threading.Lock()
-        # The intersection search space caches what it has seen: one thread at a time updates it.
+        # One thread at a time updates the cached conditional search space.
         self._search_space_lock = threading.Lock()
 
     def __getstate__(self):                # locks do not pickle; a copy gets its own
@@ -359,6 +499,8 @@ class FMSampler(BaseSampler):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        self.__dict__.pop("_intersection_search_space", None)   # a sampler pickled before the conditional spaces
+        self.__dict__.setdefault("_inferred", None)
         self._make_locks()
 
     def reseed_rng(self):
@@ -369,15 +511,21 @@ class FMSampler(BaseSampler):
 
     # ------------------------------------------------------------------------------------ relative sampling
     def infer_relative_search_space(self, study, trial):
-        """The parameters every completed trial suggested with the same distribution, single values left out."""
+        """The parameters every completed trial suggested with one distribution, and the conditional ones whose
+        presence a parent's values explain (``infer_conditional_search_space``); single values left out."""
         if len(study.directions) > 1:
             raise InvalidValueError(
                 f"FMSampler supports single-objective studies only; this study has "
                 f"directions={[d.name for d in study.directions]}", "directions", study.directions)
+        completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        return dict(self._conditional_search_space(study, completed).distributions)
+
+    def _conditional_search_space(self, study, completed):
+        key = (study._study_id, tuple(t._trial_id for t in completed))
         with self._search_space_lock:
-            intersection = self._intersection_search_space.calculate(study)
-        return {name: distribution for name, distribution in intersection.items()
-                if not distribution.single() and _is_supported(distribution)}
+            if self._inferred is None or self._inferred[0] != key:
+                self._inferred = (key, infer_conditional_search_space(completed))
+            return self._inferred[1]
 
     def sample_relative(self, study, trial, search_space):
         """Values of the search space from fastfm's optimiser, or {} (the independent sampler decides) during
@@ -394,7 +542,12 @@ class FMSampler(BaseSampler):
             if not search_space:
                 return {}
             sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
-            codec = self._codec_for(search_space)
+            # the conditions, from the completed trials read now (a trial may have completed since Optuna
+            # inferred ``search_space``): only the parameters ``search_space`` holds can be proposed
+            modelled, conditions = self._conditional_search_space(study, completed).restricted_to(search_space)
+            if not modelled:
+                return {}
+            codec = self._codec_for(modelled, conditions)
             completed = [t for t in completed if codec.holds(t)]
             running = []
             if self._consider_pending:
@@ -404,15 +557,16 @@ class FMSampler(BaseSampler):
             seed = int(self._rng.integers(2**31 - 1))
             params = self._propose(codec, [(t.params, sign * t.value) for t in completed], running, seed)
             if params:
-                _write_relative_params(study, trial, search_space, params)
+                _write_relative_params(study, trial, modelled, params)
             else:     # a finite search space with every point completed or running: nothing for the model to add
                 self._startup_trials.add(trial.number)
             return params
 
-    def _codec_for(self, search_space):
+    def _codec_for(self, search_space, conditions):
         # the Space is kept while the search space stays the same: its graphs' spectra are computed once
-        if self._codec is None or self._codec.search_space != search_space:
-            self._codec = SearchSpaceCodec(search_space)
+        if (self._codec is None or self._codec.search_space != search_space
+                or self._codec.conditions != conditions):
+            self._codec = SearchSpaceCodec(search_space, conditions)
         return self._codec
 
     def _kernel_for(self, space):
@@ -446,19 +600,27 @@ class FMSampler(BaseSampler):
 
     # ---------------------------------------------------------------------------------- independent sampling
     def sample_independent(self, study, trial, param_name, param_distribution):
-        """The independent sampler's value, with a warning the first time a parameter comes here after the
-        startup trials (it is outside the relative search space: conditional, or its range changes)."""
+        """The independent sampler's value, with a warning the first time a parameter that completed trials have
+        suggested comes here after the startup trials (outside the relative search space: conditional on no
+        single parent, or its range changes; or inactive in the model's proposal, the objective's branches being
+        other than inferred)."""
         # Decided from this trial's own relative sampling rather than from the number of completed trials
         # now: with several workers a trial that started in the startup phase may suggest its parameters
         # after the startup trials completed.
+        # No warning either for a parameter no completed trial has suggested (a branch met for the first time):
+        # there is nothing to model yet.
         if (self._warn_independent_sampling and param_name not in self._warned_params
-                and trial.number not in self._startup_trials):
+                and trial.number not in self._startup_trials
+                and any(param_name in t.params for t in study.get_trials(deepcopy=False,
+                                                                         states=(TrialState.COMPLETE,)))):
             self._warned_params.add(param_name)
             _logger.warning(
                 "FMSampler: parameter %r (trial %d) is sampled by %s, not by the model: it is not in the "
-                "relative search space (not suggested by every completed trial with one distribution, as a "
-                "conditional parameter). Later trials warn no more for it; warn_independent_sampling=False "
-                "silences this.", param_name, trial.number, type(self._independent_sampler).__name__)
+                "relative search space (not suggested by the completed trials with one distribution, or "
+                "suggested by only some of them and no single categorical or small integer parameter's values "
+                "tell which), or the model's proposal has it inactive. Later trials warn no more for it; "
+                "warn_independent_sampling=False silences this.",
+                param_name, trial.number, type(self._independent_sampler).__name__)
         return self._independent_sampler.sample_independent(study, trial, param_name, param_distribution)
 
     def before_trial(self, study, trial):
