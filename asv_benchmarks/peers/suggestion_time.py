@@ -8,8 +8,8 @@ evaluations of the objective.
 * fastfm: ``Optimizer(space, kernel="modlap", n_init=10, seed=s)``, ``tell`` the
   n observations (untimed), then time ``ask()``: exact GP on ModLap, marginal
   likelihood maximised with 10 restarts (L-BFGS-B), log-EI optimised from
-  100,000 random + 50 spray points, best 40 as starts, discrete hill-climbing
-  alternated with L-BFGS-B steps (SPEC §5).
+  10,000 random + 50 spray points (100,000 before issue 24 §3), best 40 as
+  starts, discrete hill-climbing alternated with L-BFGS-B steps (SPEC §5).
 * BoTorch (peer, installed only for this comparison, never a fastfm
   dependency): ``MixedSingleTaskGP`` + ``fit_gpytorch_mll`` then
   ``optimize_acqf_mixed_alternating`` on ``LogExpectedImprovement`` with the
