@@ -186,3 +186,30 @@ def test_default_prior_covers_the_hierarchical_kernel():
     assert np.all(np.isfinite(prior(theta)[1]))
     # γ is centred inside its (0, 1] range, not at the log midpoint of its bounds
     assert prior.mean[0] == pytest.approx(np.log(0.7))
+
+
+def test_warm_refits_run_fewer_restarts_and_every_fifth_runs_all(monkeypatch):
+    """A refit after one more value runs WARM_RESTARTS random restarts; the first fit and the refits at multiples of
+    FULL_RESTARTS_EVERY told values run all n_restarts (what the GP regressor is given, counted at its fit)."""
+    from fastfm.bo import optimizer as optimizer_module
+    from fastfm.gp import GaussianProcessRegressor
+
+    given = []
+    original_fit = GaussianProcessRegressor.fit
+
+    def recording_fit(self, X, y):
+        given.append((len(X), self.n_restarts))
+        return original_fit(self, X, y)
+
+    monkeypatch.setattr(GaussianProcessRegressor, "fit", recording_fit)
+    problem = Func2C()
+    opt = ff.Optimizer(problem.space, n_init=3, seed=0, n_restarts=7, acq_options=FAST)
+    for _ in range(12):
+        x = opt.ask()
+        opt.tell(x, problem(x))
+    every = optimizer_module.FULL_RESTARTS_EVERY
+    assert given, "the model was never fitted"
+    assert given[0] == (3, 7)                                   # the first fit: all restarts
+    for n_told, n_restarts in given[1:]:
+        assert n_restarts == (7 if n_told % every == 0 else optimizer_module.WARM_RESTARTS), (n_told, n_restarts)
+    assert {n for n, _ in given[1:]} >= {5, 6, 10}

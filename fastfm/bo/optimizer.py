@@ -216,7 +216,7 @@ class Optimizer(_TrialRecords):
         The same seed gives the same run.
     acquisition : {"logei", "ei", "ucb"}
     n_restarts : int, default 10
-        Random restarts of the marginal-likelihood maximisation.
+        Random restarts of the marginal-likelihood maximisation (a warm refit: WARM_RESTARTS, all every 5th).
     log_transform_y : {"auto", "shift", "copula", False, True}, default "auto"
         The transform of y the GP models (``GaussianProcessRegressor``): "shift" is log(1 + (y − min y)/std y)
         (it tames heavy upper tails; see DEFAULT_LOG_PRIORS); "copula" the normal scores of y's ranks, which a
@@ -534,7 +534,8 @@ class Optimizer(_TrialRecords):
         if self._gp is not None and self._fit_record["n_told"] == self.n_told:
             return self._gp
         warm = None if self._fit_record is None else [self._fit_record["params"], self._fit_record["noise"]]
-        record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm}
+        record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm,
+                  "n_restarts": _restarts_of_fit(self.n_restarts, warm is not None, self.n_told)}
         try:
             gp = self._fit(record, self._gp.kernel_ if self._gp is not None else None)
         except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
@@ -555,7 +556,7 @@ class Optimizer(_TrialRecords):
         kernel = warm_kernel
         if kernel is None:
             kernel = self._kernel if record["warm"] is None else _with_kernel_values(self._kernel, record["warm"][0])
-        options = {"n_restarts": self.n_restarts, "log_transform_y": self.log_transform_y}
+        options = {"n_restarts": record.get("n_restarts", self.n_restarts), "log_transform_y": self.log_transform_y}
         if self.hyperparameter_prior is not None:
             options["theta_prior"] = self.hyperparameter_prior(kernel)
         if record["warm"] is not None:
@@ -596,6 +597,20 @@ class Optimizer(_TrialRecords):
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
                                      "n_pending": len(pending)}
         return result.x
+
+
+# A warm-started refit (one more value told since the last fit) runs WARM_RESTARTS random restarts next to the
+# warm start and the kernel's θ; every FULL_RESTARTS_EVERY-th refit, and the first fit, runs all n_restarts.
+# The previous optimum is most often still the optimum after one more point (Optuna's GPSampler refits from it
+# alone); the periodic full fit lets a run leave a mode it has outgrown (issue 24 §3; docs/benchmarks/
+# suggestion.md, "Fewer restarts of a warm fit").
+WARM_RESTARTS = 2
+FULL_RESTARTS_EVERY = 5
+
+
+def _restarts_of_fit(n_restarts, warm, n_told):
+    """The random restarts of the fit at ``n_told`` values (``warm``: a previous fit's optimum is a start)."""
+    return n_restarts if not warm or n_told % FULL_RESTARTS_EVERY == 0 else min(n_restarts, WARM_RESTARTS)
 
 
 def _kernel_values(kernel):

@@ -1,0 +1,93 @@
+"""Seconds per suggestion, fastfm against Optuna's GPSampler, in the same run on the same observations (issue 24 §3).
+
+For each problem and each number of observations n: n − 1 configurations drawn by Optuna's RandomSampler (seed
+``--seed``) are evaluated and given to both libraries (``Optimizer.tell``; ``study.tell`` of the same trials),
+then each library makes one suggestion that is told (its warm-up: both keep their previous fit as a warm
+start, as in a loop), and then ``--repeats`` timed suggestions, each told before the next, the two libraries
+alternating so that a change of load hits both.  A suggestion is ``Optimizer.ask()`` for fastfm and
+``study.ask()`` plus the define-by-run ``suggest_*`` calls for GPSampler (where its relative sampling runs),
+both single-threaded.  Optuna sees the fastfm space as ``head_to_head.py`` maps it.
+
+    PYTHONPATH=. python asv_benchmarks/peers/suggestion_vs_gpsampler.py --problems func3c contamination --n-obs 50 100
+"""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
+import _common                                           # noqa: E402
+from head_to_head import _optuna_suggest, peer_dims     # noqa: E402
+
+
+def measure(problem_name, n_obs, repeats, seed):
+    import optuna
+    from threadpoolctl import threadpool_limits
+
+    import fastfm
+    from fastfm.benchmarks import get_problem
+
+    problem = get_problem(problem_name)
+    dims = peer_dims(problem.space)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    optimizer = fastfm.Optimizer(problem.space, seed=seed)
+    for _ in range(n_obs - 1):
+        trial = study.ask()
+        config = _optuna_suggest(trial, problem.space, dims)
+        value = float(problem(config))
+        study.tell(trial, value)
+        optimizer.tell(config, value)
+    study.sampler = optuna.samplers.GPSampler(seed=seed)
+    times = {"fastfm": [], "gpsampler": []}
+
+    def fastfm_step():
+        start = time.perf_counter()
+        config = optimizer.ask()
+        elapsed = time.perf_counter() - start
+        optimizer.tell(config, float(problem(config)))
+        return elapsed
+
+    def gpsampler_step():
+        start = time.perf_counter()
+        trial = study.ask()
+        config = _optuna_suggest(trial, problem.space, dims)
+        elapsed = time.perf_counter() - start
+        study.tell(trial, float(problem(config)))
+        return elapsed
+
+    with threadpool_limits(1):
+        fastfm_step(), gpsampler_step()                  # warm-up: each library's first fit on these data
+        for _ in range(repeats):
+            times["fastfm"].append(fastfm_step())
+            times["gpsampler"].append(gpsampler_step())
+    return times
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problems", nargs="+", default=["func3c", "ackley5c", "contamination", "mixed10c20n"])
+    parser.add_argument("--n-obs", nargs="+", type=int, default=[50, 100])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    warnings.simplefilter("ignore")
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    meta = _common.header(args)
+    print("| problem | observations | fastfm s/suggestion | GPSampler s/suggestion | GPSampler / fastfm |")
+    print("| --- | --- | --- | --- | --- |")
+    for name in args.problems:
+        for n in args.n_obs:
+            times = measure(name, n, args.repeats, args.seed)
+            a, b = np.mean(times["fastfm"]), np.mean(times["gpsampler"])
+            print(f"| {name} | {n} | {a:.3f} | {b:.3f} | {b / a:.2f}× |", flush=True)
+    _common.finish(meta, [], None)
+
+
+if __name__ == "__main__":
+    main()
