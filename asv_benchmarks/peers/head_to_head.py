@@ -236,13 +236,18 @@ def run_fastfm(problem, budget, seed, rec, random=False):
     call = "fastfm.Optimizer(space, kernel='random', seed=seed)" if random else "fastfm.Optimizer(space, seed=seed)"
     rec.settings = {"call": call,
                     "n_init": getattr(opt, "n_init", 10)}
+    _ask_tell_loop(budget, rec, lambda: (opt.ask(),) * 2, opt.tell)
+
+
+def _ask_tell_loop(budget, rec, ask, tell):
+    """``budget`` rounds of ask (returns (handle, fastfm config)), evaluate, tell(handle, value), timed into ``rec``."""
     for _ in range(budget):
         t0 = time.perf_counter()
-        config = opt.ask()
+        handle, config = ask()
         t1 = time.perf_counter()
         y = rec.evaluate(config, t1 - t0)
         t2 = time.perf_counter()
-        opt.tell(config, y)
+        tell(handle, y)
         rec.told(time.perf_counter() - t2)
 
 
@@ -280,15 +285,12 @@ def run_optuna(problem, budget, seed, rec, which):
         rec.settings = {"call": "optuna.samplers.GPSampler(seed=seed)", "n_init": 10}
     study = optuna.create_study(sampler=sampler, direction="minimize")
     dims = peer_dims(problem.space)
-    for _ in range(budget):
-        t0 = time.perf_counter()
+
+    def ask():
         trial = study.ask()
-        config = _optuna_suggest(trial, problem.space, dims)
-        t1 = time.perf_counter()
-        y = rec.evaluate(config, t1 - t0)
-        t2 = time.perf_counter()
-        study.tell(trial, y)
-        rec.told(time.perf_counter() - t2)
+        return trial, _optuna_suggest(trial, problem.space, dims)
+
+    _ask_tell_loop(budget, rec, ask, study.tell)
 
 
 def configspace_of(space, dims, seed):
