@@ -22,7 +22,7 @@ import numpy as np
 from .._progress import progress_bar
 from ..exceptions import InvalidValueError, ObjectiveNotPicklableError, StorageError, TrialStateError
 from ..optim import SearchSpaceExhaustedError
-from .journal import Journal
+from .journal import Journal, worker_identity
 from .optimizer import Optimizer
 from .trials import Suggestion
 
@@ -285,6 +285,7 @@ class _Loop:
         self.exhausted = False
         self.queue = []
         self.left_running = 0        # evaluations still running when the loop ended (not waited for)
+        self.pending_before = set(optimizer._pending)     # asks pending when the loop began (orphans, others')
 
     def _live(self):
         return [f for f, flight in self.flights.items() if not flight.timed_out]
@@ -433,3 +434,12 @@ class _Loop:
                     warnings.warn(f"fastfm: could not abandon trial {flight.config.trial_id}: {exc}",
                                   RuntimeWarning, stacklevel=3)
         self.flights.clear()
+        # an ask recorded but never submitted (a KeyboardInterrupt between the ask's journal record and the
+        # submit): this process's asks of this loop that no flight holds are released too
+        me = worker_identity()
+        for trial_id, pending in list(self.optimizer._pending.items()):
+            if trial_id not in self.pending_before and pending.worker == me:
+                try:
+                    self.optimizer.abandon(trial_id, reason=f"minimize stopped before evaluating it: {self.status}")
+                except Exception as exc:
+                    warnings.warn(f"fastfm: could not abandon trial {trial_id}: {exc}", RuntimeWarning, stacklevel=3)

@@ -299,3 +299,29 @@ def test_keyboard_interrupt_in_a_serial_objective_returns_the_trials_so_far(tmp_
     reloaded = ff.Optimizer.load(storage)
     assert [t.trial_id for t in reloaded.trials] == [0, 1, 2]
     assert reloaded.pending == []
+
+
+def test_an_ask_interrupted_between_its_record_and_its_submit_is_released(tmp_path, monkeypatch):
+    """The window a Ctrl-C can hit: the ask's record is committed (the trial is pending) and the interrupt comes
+    before the loop submits it. The run ends "interrupted" with nothing left pending, in memory or in the journal."""
+    from fastfm.bo.optimizer import Optimizer
+
+    original_commit = Optimizer._commit
+
+    def commit_then_interrupt(self, record):
+        original_commit(self, record)
+        if record["type"] == "ask" and record["id"] == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Optimizer, "_commit", commit_then_interrupt)
+    storage = tmp_path / "run.jsonl"
+    with cf.ThreadPoolExecutor(2) as pool:
+        result = ff.minimize(objectives.value_of, objectives.SPACE, n_iter=12, n_init=3, seed=9, n_workers=2,
+                             executor=pool, storage=storage, **FAST)
+    assert result.status == "interrupted"
+    assert result.optimizer.pending == []
+    assert 4 not in [t.trial_id for t in result.trials]
+    monkeypatch.undo()
+    reloaded = ff.Optimizer.load(storage)
+    assert reloaded.pending == []
+    assert [t.trial_id for t in reloaded.trials] == [t.trial_id for t in result.trials]
