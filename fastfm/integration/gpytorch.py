@@ -120,6 +120,12 @@ class LogInterval(Interval):
         return f"{type(self).__name__}({self.lower_bound.tolist()}, {self.upper_bound.tolist()})"
 
 
+def _positive_hyperparameter(name, doc):
+    """A property that reads and writes the positive hyperparameter ``name`` (stored as ``raw_<name>``, its log,
+    through the kernel's ``_value`` / ``_set_value``)."""
+    return property(lambda self: self._value(name), lambda self, value: self._set_value(name, value), doc=doc)
+
+
 class _CompiledGram(torch.autograd.Function):
     """K(X, X) by fastfm's compiled backend, differentiated by fastfm's own derivatives (``compiled=True``).
 
@@ -209,14 +215,7 @@ class _FastFMHyperparameters(GPyTorchKernel):
             raise ValueError(f"{name} must be positive and finite, got {value!r}")
         self.initialize(**{"raw_" + name: torch.log(value).expand(raw.shape).clone()})
 
-    @property
-    def variance(self):
-        """The variance hyperparameter (a 0-d tensor)."""
-        return self._value("variance")
-
-    @variance.setter
-    def variance(self, value):
-        self._set_value("variance", value)
+    variance = _positive_hyperparameter("variance", "The variance hyperparameter (a 0-d tensor).")
 
     def _set_lengthscale(self, value):
         # GPyTorch's lengthscale setter, with the value broadcast to the raw shape and checked
@@ -364,23 +363,11 @@ class FMKernel(_SpaceKernel):
             shares = np.diff(spectrum.group_starts) / n
             self.register_buffer(f"group_shares_{p}", torch.as_tensor(shares, dtype=_FLOAT), persistent=False)
 
-    @property
-    def alpha(self):
-        """α_p per discrete variable, shape (n_discrete,): how strongly the continuous distance modulates F_p."""
-        return self._value("alpha")
+    alpha = _positive_hyperparameter(
+        "alpha", "α_p per discrete variable, shape (n_discrete,): how strongly the continuous distance modulates F_p.")
 
-    @alpha.setter
-    def alpha(self, value):
-        self._set_value("alpha", value)
-
-    @property
-    def beta(self):
-        """β_p per discrete variable, shape (n_discrete,): the smoothing of F_p over its graph."""
-        return self._value("beta")
-
-    @beta.setter
-    def beta(self, value):
-        self._set_value("beta", value)
+    beta = _positive_hyperparameter(
+        "beta", "β_p per discrete variable, shape (n_discrete,): the smoothing of F_p over its graph.")
 
     def _pair_covariance(self, A, B):
         states_a, states_b = self._states(A), self._states(B)
@@ -508,23 +495,11 @@ class Hierarchical(_SpaceKernel):
         self.register_buffer("column_scale", torch.as_tensor(scale, dtype=_FLOAT), persistent=False)
         self.register_buffer("ancestry", torch.as_tensor(ancestry, dtype=_FLOAT), persistent=False)
 
-    @property
-    def gamma(self):
-        """γ_j per encoded column, in (0, 1]: how much a difference in column j and below it counts."""
-        return self._value("gamma")
+    gamma = _positive_hyperparameter(
+        "gamma", "γ_j per encoded column, in (0, 1]: how much a difference in column j and below it counts.")
 
-    @gamma.setter
-    def gamma(self, value):
-        self._set_value("gamma", value)
-
-    @property
-    def rho(self):
-        """ρ_i per real column (continuous, then ordinal), in (0, 1]: the frequency of its (sin, cos) embedding."""
-        return self._value("rho")
-
-    @rho.setter
-    def rho(self, value):
-        self._set_value("rho", value)
+    rho = _positive_hyperparameter(
+        "rho", "ρ_i per real column (continuous, then ordinal), in (0, 1]: the frequency of its (sin, cos) embedding.")
 
     def _activity(self, X):
         """Space.active_columns of the points (NumPy: the activity is a function of the state indices only)."""
