@@ -84,7 +84,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "parallel"))
-import _common  # noqa: E402  (machine(), loadavg(): shared with the other benchmark scripts)
+import _common  # noqa: E402  (machine(), loadavg(), _default: shared with the other benchmark scripts)
 
 SCHEMA = 1
 METHODS = ("fastfm", "random", "tpe", "gpsampler", "smac", "hebo", "botorch")
@@ -224,7 +224,7 @@ class Recorder:
     def write(self):
         tmp = self.progress_path + ".tmp"
         with open(tmp, "w") as fh:
-            json.dump(self.payload(), fh, default=_json_default)
+            json.dump(self.payload(), fh, default=_common._default)
         os.replace(tmp, self.progress_path)
 
 
@@ -533,7 +533,7 @@ def worker(task_path):
         out["torch_num_threads"] = torch.get_num_threads()
     rec.write()
     with open(task["result"], "w") as fh:
-        json.dump(out, fh, default=_json_default)
+        json.dump(out, fh, default=_common._default)
 
 
 def probe(method):
@@ -547,14 +547,6 @@ def probe(method):
 
 
 # ================================================================================================= driver
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
-
-
 def git_state():
     def git(*args):
         return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True, timeout=20).stdout.strip()
@@ -765,7 +757,7 @@ def main(argv=None):
 
     def append(record):
         with lock, open(args.out, "a") as fh:
-            fh.write(json.dumps(record, default=_json_default) + "\n")
+            fh.write(json.dumps(record, default=_common._default) + "\n")
 
     for s in skipped:
         append(s)

@@ -470,6 +470,25 @@ class ModDif(FMKernel):
         return _fastfm_fm.ModDif(space, *arguments, **keywords)
 
 
+def _matern(squared, nu):
+    """Unit-amplitude Matérn k_ν of the squared scaled distance r², ν ∈ {1/2, 3/2, 5/2}, as fastfm's
+    ``numpy_backend.matern_profile`` writes it (GPML §4.2.1).
+
+    r = (r²)^½ has an infinite derivative at r² = 0, where every coordinate difference is 0 too (so every
+    derivative of r² is 0): the square root is taken where r² > 0 only, and r = 0 (value and gradient) elsewhere,
+    as fastfm's backends define the slope there.
+    """
+    positive = squared > 0
+    r = torch.where(positive, torch.sqrt(torch.where(positive, squared, torch.ones_like(squared))),
+                    torch.zeros_like(squared))
+    if nu == 0.5:
+        return torch.exp(-r)
+    t = math.sqrt(2.0 * nu) * r                    # √3 r or √5 r
+    if nu == 1.5:
+        return (1.0 + t) * torch.exp(-t)
+    return (1.0 + t + t * t / 3.0) * torch.exp(-t)
+
+
 class Hierarchical(_SpaceKernel):
     """fastfm's conditional-space kernel (Hutter & Osborne 2013; ``fastfm.kernels.Hierarchical``) as a GPyTorch
     kernel: k(x, x') = σ² κ(Σ_i d_i(x, x')² / ℓ²) with κ the RBF or Matérn 5/2 profile and
@@ -528,15 +547,10 @@ class Hierarchical(_SpaceKernel):
         return self.variance * self._profile(squared)
 
     def _profile(self, squared):
-        """κ(r²): exp(−r²/2) or (1 + √5 r + 5r²/3) exp(−√5 r) (GPML Eqs. 4.9, 4.17)."""
+        """κ(r²): exp(−r²/2) or the Matérn 5/2 profile (1 + √5 r + 5r²/3) exp(−√5 r) (GPML Eqs. 4.9, 4.17)."""
         if self.base == "rbf":
             return torch.exp(-0.5 * squared)
-        # r = (r²)^½ has an infinite derivative at r² = 0, where every d_i² is 0 and so is every derivative of r²:
-        # the square root is taken where r² > 0 only, and 0 (value and gradient) elsewhere
-        positive = squared > 0
-        r = torch.where(positive, torch.sqrt(torch.where(positive, squared, torch.ones_like(squared))),
-                        torch.zeros_like(squared))
-        return (1.0 + math.sqrt(5.0) * r + (5.0 / 3.0) * squared) * torch.exp(-math.sqrt(5.0) * r)
+        return _matern(squared, 2.5)
 
     def to_fastfm(self, backend="auto"):
         """The fastfm kernel with this kernel's current hyperparameters and bounds (see :func:`to_fastfm`)."""
@@ -544,25 +558,6 @@ class Hierarchical(_SpaceKernel):
 
     def __repr__(self):
         return f"{type(self).__name__}({self.space!r}, base={self.base!r})"
-
-
-def _matern(squared, nu):
-    """Unit-amplitude Matérn k_ν of the squared scaled distance r², ν ∈ {1/2, 3/2, 5/2}, as fastfm's
-    ``numpy_backend.matern_profile`` writes it (GPML §4.2.1).
-
-    r = (r²)^½ has an infinite derivative at r² = 0, where every coordinate difference is 0 too (so every
-    derivative of r² is 0): the square root is taken where r² > 0 only, and r = 0 (value and gradient) elsewhere,
-    as fastfm's backends define the slope there.
-    """
-    positive = squared > 0
-    r = torch.where(positive, torch.sqrt(torch.where(positive, squared, torch.ones_like(squared))),
-                    torch.zeros_like(squared))
-    if nu == 0.5:
-        return torch.exp(-r)
-    t = math.sqrt(2.0 * nu) * r                    # √3 r or √5 r
-    if nu == 1.5:
-        return (1.0 + t) * torch.exp(-t)
-    return (1.0 + t + t * t / 3.0) * torch.exp(-t)
 
 
 def _set_mean(A, B, nu):
