@@ -41,7 +41,7 @@ from .trials import PendingTrial, Suggestion, Trial
 
 __all__ = ["Optimizer", "ModelFitWarning"]
 
-_FM_KERNEL_NAMES = ("modlap", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
+_FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 _FAILURE_MODES = ("impute", "ignore")
 
 

@@ -63,6 +63,11 @@ DEFAULT_LOG_PRIORS = {
     "alpha": (0.0, 2.0),
     "beta": (0.0, 2.0),
     "variance": (0.0, 1.0),
+    # AdditiveFM's one-variable terms (kernels.additive): the same weak priors as the product's
+    "additive_variance": (0.0, 1.0),
+    "additive_lengthscale": (math.log(0.5), 1.0),
+    "additive_alpha": (0.0, 2.0),
+    "additive_beta": (0.0, 2.0),
     "nn_variance": (0.0, 2.0),
     # Hierarchical kernel (SPEC §3): γ, ρ ∈ (0, 1], log upper bound 0; centred on γ = 0.7
     # (children weigh somewhat less than parents) and ρ = 0.5 (the kernel's defaults' scale)
@@ -104,7 +109,7 @@ def default_hyperparameter_prior(kernel, overrides=None):
 # over ten discrete variables is nearly δ(x, x') — a white-noise kernel on a flat plateau of the
 # likelihood.  On the 1,000-point mixed regression set, 8 of 10 such starts reached the best optimum
 # (seeds 0 and 1), against 0–2 of 10 uniform or prior draws (docs/benchmarks/large-n.md, "Restarts").
-_RESTART_OVERRIDES = {"beta": (math.log(20.0), 1.0)}
+_RESTART_OVERRIDES = {"beta": (math.log(20.0), 1.0), "additive_beta": (math.log(20.0), 1.0)}
 
 
 def restart_distribution(kernel):

@@ -1,4 +1,5 @@
 """Kernels on encoded mixed-space arrays (see ``fastfm.kernels.base`` for the contract)."""
+from .additive import AdditiveFM
 from .base import Hyperparameter, Kernel, Product, Sum
 from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
@@ -9,7 +10,7 @@ from ._factory import make_kernel, set_space_kernel
 
 __all__ = [
     "Kernel", "Hyperparameter", "Sum", "Product",
-    "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel",
+    "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel", "AdditiveFM",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
     "RBF", "Matern52", "Hierarchical",
     "SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",

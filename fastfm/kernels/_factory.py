@@ -5,6 +5,7 @@ together, above the kernel modules they build from.
 """
 from ..space import Space
 from ._space_kernel import VARIANCE_BOUNDS
+from .additive import AdditiveFM
 from .base import Kernel
 from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
@@ -17,7 +18,7 @@ __all__ = ["make_kernel", "set_space_kernel"]
 _BY_NAME = {
     "modlap": ModLap, "moddif": ModDif, "modnn": ModNN, "fm": FMKernel,
     "prodlap": ProdLap, "addlap": AddLap, "proddif": ProdDif, "adddif": AddDif,
-    "rbf": RBF, "matern52": Matern52, "hierarchical": Hierarchical,
+    "rbf": RBF, "matern52": Matern52, "hierarchical": Hierarchical, "modlap_additive": AdditiveFM,
 }
 
 

@@ -233,13 +233,17 @@ class _DiscreteParameter(Parameter):
           so that the shortcut through the hub leaves the graph's own structure
           (the order of an ordinal) dominant.
         """
-        n = self.n_states
         if self.graph_kind == "complete":
-            return complete_graph_spectrum(n + 1, self.normalized_laplacian)
+            return complete_graph_spectrum(self.n_states + 1, self.normalized_laplacian)
+        return graph_spectrum_from_adjacency(self.conditional_adjacency(), self.normalized_laplacian)
+
+    def conditional_adjacency(self):
+        """Weighted adjacency of the graph of ``conditional_spectrum``, shape (n_states + 1, n_states + 1)."""
+        n = self.n_states
         adjacency = np.zeros((n + 1, n + 1))
         adjacency[:n, :n] = self.adjacency()
-        adjacency[n, :n] = adjacency[:n, n] = 1.0 / n
-        return graph_spectrum_from_adjacency(adjacency, self.normalized_laplacian)
+        adjacency[n, :n] = adjacency[:n, n] = 1.0 if self.graph_kind == "complete" else 1.0 / n
+        return adjacency
 
     def _check_code(self, code):
         index = int(round(float(code)))

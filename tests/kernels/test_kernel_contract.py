@@ -19,6 +19,8 @@ KERNELS = {
     "Matern52": fk.Matern52,
     "Hierarchical": fk.Hierarchical,
     "Hierarchical(rbf)": lambda s, **kw: fk.Hierarchical(s, base="rbf", **kw),
+    "AdditiveFM": fk.AdditiveFM,
+    "AdditiveFM(moddif,paper diagonal)": lambda s, **kw: fk.AdditiveFM(s, base="moddif", unit_diagonal=False, **kw),
 }
 
 

@@ -1,0 +1,107 @@
+"""AdditiveFM: the FM kernel plus one-variable FM terms (fastfm.kernels.additive).
+
+The contract checks (symmetry, PSD, gradients against finite differences, neighbour Grams, input gradients)
+run over it in test_kernel_contract.py; these check what it is made of and how BO uses it."""
+import numpy as np
+import pytest
+
+import fastfm as ff
+from fastfm import kernels as fk
+from fastfm.gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior
+
+
+@pytest.fixture
+def mixed_space():
+    return ff.Space([ff.Real("x", -1.0, 1.0), ff.Real("y", 0.0, 1.0), ff.Categorical("a", list("abc")),
+                     ff.Integer("i", 0, 4), ff.Categorical("b", ["p", "q"])])
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_gram_is_the_product_plus_the_one_variable_terms(mixed_space, shared):
+    """k = σ² k̃ + Σ_p σ²_p k̃_p with k̃_p the FM kernel on (continuous, v_p) alone, built independently here."""
+    rng = np.random.default_rng(0)
+    P = mixed_space.n_discrete
+    kernel = fk.AdditiveFM(mixed_space, shared=shared)
+    kernel.theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
+    X = mixed_space.sample_encoded(30, seed=1)
+    product = fk.ModLap(mixed_space, lengthscale=kernel.lengthscale, alpha=kernel.alpha, beta=kernel.beta,
+                        variance=kernel.variance, unit_diagonal=True)
+    expected = product(X)
+    for p, parameter in enumerate(mixed_space.discrete_params):
+        sub = ff.Space(list(mixed_space.continuous_params) + [parameter])
+        if shared:
+            values = dict(lengthscale=kernel.lengthscale, alpha=kernel.alpha[p], beta=kernel.beta[p],
+                          variance=kernel.additive_variance / P)
+        else:
+            values = dict(lengthscale=kernel.additive_lengthscale.reshape(P, -1)[p], alpha=kernel.additive_alpha[p],
+                          beta=kernel.additive_beta[p], variance=kernel.additive_variance[p])
+        term = fk.ModLap(sub, unit_diagonal=True, **values)
+        columns = [0, 1, mixed_space.n_continuous + p]
+        expected += term(X[:, columns])
+    np.testing.assert_allclose(kernel(X), expected, rtol=1e-13)
+    # unit diagonal: the prior variance is the sum of the parts' everywhere
+    total = kernel.variance + np.sum(kernel.additive_variance)
+    np.testing.assert_allclose(kernel.diag(X), total, rtol=1e-13)
+
+
+def test_shared_has_one_hyperparameter_more_than_modlap(mixed_space):
+    modlap = fk.ModLap(mixed_space)
+    assert fk.AdditiveFM(mixed_space, shared=True).n_theta == modlap.n_theta + 1
+    Dc, P = mixed_space.n_continuous, mixed_space.n_discrete
+    assert fk.AdditiveFM(mixed_space).n_theta == modlap.n_theta + P * Dc + 3 * P
+
+
+@pytest.mark.skipif("cpp" not in ff.available_backends(), reason="the C++ extension is not built")
+@pytest.mark.parametrize("shared", [False, True])
+def test_cpp_backend_matches_numpy(mixed_space, shared):
+    rng = np.random.default_rng(3)
+    kernels = {backend: fk.AdditiveFM(mixed_space, shared=shared, backend=backend) for backend in ("numpy", "cpp")}
+    theta = kernels["numpy"].theta + rng.uniform(-1, 1, kernels["numpy"].n_theta)
+    X = mixed_space.sample_encoded(40, seed=4)
+    W = rng.normal(size=(40, 40))
+    W = W + W.T
+    results = {}
+    for backend, kernel in kernels.items():
+        kernel.theta = theta
+        results[backend] = (kernel(X), kernel.gradient_reduction(X, W, symmetric=True),
+                            kernel.gram_and_input_gradient(X[:5], X)[1])
+    for numpy_value, cpp_value in zip(results["numpy"], results["cpp"]):
+        np.testing.assert_allclose(cpp_value, numpy_value, rtol=1e-10, atol=1e-12)
+
+
+def test_every_hyperparameter_has_a_named_prior(mixed_space):
+    """No hyperparameter falls back to the 'centred in its bounds' prior of unknown names."""
+    for shared in (False, True):
+        kernel = fk.AdditiveFM(mixed_space, shared=shared)
+        assert all(h.name in DEFAULT_LOG_PRIORS for h in kernel.hyperparameters)
+        prior = default_hyperparameter_prior(kernel)
+        assert prior.mean.shape == (kernel.n_theta + 1,)
+
+
+def test_bad_arguments_are_named(mixed_space):
+    with pytest.raises(ValueError, match="base"):
+        fk.AdditiveFM(mixed_space, base="rbf")
+    with pytest.raises(ff.SpaceDefinitionError, match="discrete"):
+        fk.AdditiveFM(ff.Space([ff.Real("x", 0, 1)]))
+    with pytest.raises(ValueError, match="additive_variance"):
+        fk.AdditiveFM(mixed_space, additive_variance=-1.0)(mixed_space.sample_encoded(2, seed=0))
+
+
+def test_bo_by_name_resumes_from_its_journal(mixed_space, tmp_path):
+    """``Optimizer(kernel="modlap_additive")`` runs, and a resumed run refits from the journal's values."""
+    def objective(config):
+        return (config["x"] - 0.3) ** 2 + (config["a"] != "b") + 0.1 * config["i"] + (config["b"] == "q") * config["y"]
+
+    journal = tmp_path / "run.jsonl"
+    opt = ff.Optimizer(mixed_space, kernel="modlap_additive", n_init=5, seed=0, storage=journal)
+    for _ in range(9):
+        config = opt.ask()
+        opt.tell(config, objective(config))
+    assert isinstance(opt._gp.kernel_, fk.AdditiveFM)
+    fitted = opt._gp.kernel_.get_params()
+    resumed = ff.Optimizer.load(journal)
+    config = resumed.ask()
+    resumed.tell(config, objective(config))
+    assert isinstance(resumed._gp.kernel_, fk.AdditiveFM)
+    assert set(resumed._gp.kernel_.get_params()) == set(fitted)
+    assert len(resumed.trials) == 10
