@@ -59,18 +59,24 @@ _tables_cache = weakref.WeakKeyDictionary()
 
 
 def _tables(spectra):
+    return _per_spectra(_tables_cache, spectra, lambda: _cpp.SpectralTables(
+        spectra.n_states, spectra.eigvec_offsets, spectra.eigenvectors, spectra.group_offsets,
+        spectra.group_values, spectra.group_sizes, spectra.is_complete))
+
+
+def _per_spectra(cache, spectra, compute):
+    """``compute()``, cached in ``cache`` (a WeakKeyDictionary) under ``spectra`` (spaces cache their
+    PackedSpectra: computed once per space)."""
     try:
-        return _tables_cache[spectra]
+        return cache[spectra]
     except (KeyError, TypeError):
         pass
-    tables = _cpp.SpectralTables(spectra.n_states, spectra.eigvec_offsets, spectra.eigenvectors,
-                                 spectra.group_offsets, spectra.group_values, spectra.group_sizes,
-                                 spectra.is_complete)
+    value = compute()
     try:
-        _tables_cache[spectra] = tables
+        cache[spectra] = value
     except TypeError:  # not weak-referenceable: just don't cache
         pass
-    return tables
+    return value
 
 
 # Below this many (pair × eigenvalue-group) terms a call runs on one thread.  A parallel
@@ -90,8 +96,17 @@ def _threads(spectra, n_pairs):
     """Thread count for an FM call over ``n_pairs`` pairs (pair × eigenvalue-group terms)."""
     if int(get_config()["num_threads"]) == 1:
         return 1   # skip counting the terms
-    terms_per_pair = int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
-    return _threads_for(n_pairs * terms_per_pair)
+    return _threads_for(n_pairs * _terms_per_pair(spectra))
+
+
+# PackedSpectra -> eigenvalue-group terms per pair (counted once per space: ~40 µs a call, and a kernel made of
+# many FM terms, AdditiveFM, makes dozens of calls per likelihood evaluation)
+_terms_per_pair_cache = weakref.WeakKeyDictionary()
+
+
+def _terms_per_pair(spectra):
+    return _per_spectra(_terms_per_pair_cache, spectra, lambda: int(
+        np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1)
 
 
 def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):

@@ -1,22 +1,24 @@
 """The FM kernel plus one-variable FM terms: a product that also learns main effects (issue 24 §1).
 
-    k(x, x') = σ² k̃(x, x') + (σ²_add / P) Σ_p k̃_p((c, v_p), (c', v'_p))
+    k(x, x') = σ² k̃(x, x') + Σ_p σ²_p k̃_p((c, v_p), (c', v'_p))
 
-k̃ is the FM kernel of the whole space (Eq. 5 of Oh et al., UAI 2021) and k̃_p the same kernel on the
-continuous variables and the one discrete variable v_p, with the SAME lengthscales θ, α_p and β_p: the
-p-th factor of Eq. 5 alone.  Both are built with a unit diagonal (``FMKernel(unit_diagonal=True)``), so
-σ² and σ²_add are the prior variances of the two parts at every point.
+k̃ is the FM kernel of the whole space (Eq. 5 of Oh et al., UAI 2021, with θ, α, β) and k̃_p the same
+kernel on the continuous variables and the one discrete variable v_p, with hyperparameters of its own
+(θ_p, α_p, β_p; ``additive_*``).  All are built with a unit diagonal (``FMKernel(unit_diagonal=True)``),
+so σ² and σ²_p are the prior variances of the parts at every point.
 
 Why: with 10–35 observations the product kernel has to learn each combination of the discrete
 variables from the points that share it.  On Func2C (two nominal variables) the marginal likelihood
 then either makes one variable irrelevant (β_p at its bound) or makes the kernel nearly white noise
 (α large), and BO stays in the wrong combination's basin for the rest of a 60-evaluation run
-(docs/benchmarks/bo-efficiency.md, "Small budgets").  The additive part lets every observation inform
-the mean of each of its categories, whatever the others: the main effects a tree-structured sampler
-(TPE) learns first.  Sums of PSD kernels are PSD, and every term keeps the frequency modulation
-principle (FM-P3), so k does.
+(docs/benchmarks/bo-efficiency.md, "Small budgets").  A term lets every observation inform the
+function of its own category, whatever the others: the main effects a tree-structured sampler (TPE)
+learns first, and the structure of sums such as Func2C/Func3C (g1(x; h1) + g2(x; h2) + ...).  Sums of
+PSD kernels are PSD, and every term keeps the frequency modulation principle (FM-P3), so k does.
 
-Sharing θ, α and β keeps the model at one hyperparameter more than the FM kernel; the terms are
+The terms' own hyperparameters are what makes it work: with θ, α and β shared with the product (one
+variance more than the FM kernel) BO on Func2C was no better than the FM kernel alone (−0.105 ± 0.026
+against −0.134 ± 0.019 at 60 evaluations, 14–20 seeds; docs/benchmarks/bo-efficiency.md).  The terms are
 computed by the FM kernel's own backends on the columns of their variables.
 """
 import copy
@@ -26,7 +28,7 @@ import numpy as np
 from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS
-from .base import Kernel
+from .base import Kernel, _combine_into_first, _KernelLikelihoodTerms
 from .fm import ModDif, ModLap
 from .sets import SubspaceKernel
 
@@ -36,30 +38,32 @@ _BASES = {"modlap": ModLap, "moddif": ModDif}
 
 
 class AdditiveFM(Kernel):
-    """An FM kernel plus its one-discrete-variable terms, with shared hyperparameters (module docstring).
+    """An FM kernel plus one FM term per discrete variable (module docstring).
 
     Parameters
     ----------
     space : Space
         Needs at least one discrete variable.  On a conditional space a term's variable keeps its
-        "inactive" state as one more vertex of its graph (``Parameter.conditional_spectrum``).
+        "inactive" state as one more vertex of its graph (``Parameter.conditional_adjacency``).
     base : {"modlap", "moddif"}, default "modlap"
         The FM kernel of the product and of every term.
     lengthscale : float or array of shape (n_continuous,)
     alpha, beta : float or array of shape (n_discrete,)
-        Shared by the product and the terms (``FMKernel``).
     variance : float
-        Prior variance of the product part.
-    additive_variance : float
-        Prior variance of the additive part (each of the P terms has 1/P of it).
+        The product's (``FMKernel``).
+    additive_lengthscale : float or array of shape (n_discrete · n_continuous,)
+        Term p's lengthscales are entries p·n_continuous ... (p + 1)·n_continuous − 1.
+    additive_alpha, additive_beta, additive_variance : float or array of shape (n_discrete,)
+        Term p's α, β and prior variance.
     *_bounds : (low, high) or "fixed"
+        The terms' θ, α and β take the product's bounds.
     backend : {"auto", "numpy", "cpp", "cuda"}
     unit_diagonal : bool, default True
         ``FMKernel``'s option, for the product and every term.
     """
 
-    def __init__(self, space, base="modlap", shared=False, lengthscale=0.5, alpha=1.0, beta=1.0, variance=1.0,
-                 additive_variance=0.3, additive_lengthscale=0.5, additive_alpha=1.0, additive_beta=1.0,
+    def __init__(self, space, base="modlap", lengthscale=0.5, alpha=1.0, beta=1.0, variance=1.0,
+                 additive_lengthscale=0.5, additive_alpha=1.0, additive_beta=1.0, additive_variance=0.3,
                  lengthscale_bounds=LENGTHSCALE_BOUNDS, alpha_bounds=ALPHA_BOUNDS, beta_bounds=BETA_BOUNDS,
                  variance_bounds=VARIANCE_BOUNDS, additive_variance_bounds=VARIANCE_BOUNDS, backend="auto",
                  unit_diagonal=True):
@@ -70,24 +74,16 @@ class AdditiveFM(Kernel):
                                        "(use RBF or Matern52 for purely continuous spaces)")
         self.space = space
         self.base = base.lower()
-        self.shared = bool(shared)
         self.backend = backend
         self.unit_diagonal = bool(unit_diagonal)
-        self.lengthscale = lengthscale
-        self.alpha = alpha
-        self.beta = beta
-        self.variance = variance
-        self.additive_variance = additive_variance
-        self.lengthscale_bounds = lengthscale_bounds
-        self.alpha_bounds = alpha_bounds
-        self.beta_bounds = beta_bounds
+        self.lengthscale, self.alpha, self.beta, self.variance = lengthscale, alpha, beta, variance
+        self.additive_lengthscale, self.additive_alpha, self.additive_beta, self.additive_variance = (
+            additive_lengthscale, additive_alpha, additive_beta, additive_variance)
+        self.lengthscale_bounds = self.additive_lengthscale_bounds = lengthscale_bounds
+        self.alpha_bounds = self.additive_alpha_bounds = alpha_bounds
+        self.beta_bounds = self.additive_beta_bounds = beta_bounds
         self.variance_bounds = variance_bounds
         self.additive_variance_bounds = additive_variance_bounds
-        # the terms' own θ, α and β (shared=False) take the product's bounds
-        self.additive_lengthscale, self.additive_alpha, self.additive_beta = (
-            additive_lengthscale, additive_alpha, additive_beta)
-        self.additive_lengthscale_bounds = lengthscale_bounds
-        self.additive_alpha_bounds, self.additive_beta_bounds = alpha_bounds, beta_bounds
         kernel_class = _BASES[self.base]
         self._product = kernel_class(space, backend=backend, unit_diagonal=self.unit_diagonal)
         continuous = [_unconditional(p) for p in space.continuous_params]
@@ -97,14 +93,12 @@ class AdditiveFM(Kernel):
 
     def _hyperparameter_specs(self):
         Dc, P = self.space.n_continuous, self.space.n_discrete
-        product = [("lengthscale", Dc), ("alpha", P), ("beta", P), ("variance", 1)]
-        if self.shared:
-            return product + [("additive_variance", 1)]
-        return product + [("additive_lengthscale", P * Dc), ("additive_alpha", P), ("additive_beta", P),
-                          ("additive_variance", P)]
+        return [("lengthscale", Dc), ("alpha", P), ("beta", P), ("variance", 1),
+                ("additive_lengthscale", P * Dc), ("additive_alpha", P), ("additive_beta", P),
+                ("additive_variance", P)]
 
     def _static_key(self):
-        return (self.base, self.shared, self.unit_diagonal)
+        return (self.base, self.unit_diagonal)
 
     @property
     def n_dims(self):
@@ -122,58 +116,41 @@ class AdditiveFM(Kernel):
         return self._memo("components", self._set_components)
 
     def _set_components(self):
-        Dc, P = self.space.n_continuous, self.space.n_discrete
-        product = self._product
-        product.lengthscale = self._values("lengthscale", Dc)
-        product.alpha, product.beta = self._values("alpha", P), self._values("beta", P)
-        product.variance = float(self.variance)
-        if self.shared:
-            lengthscales = np.tile(product.lengthscale, (P, 1))
-            alphas, betas = product.alpha, product.beta
-            variances = np.full(P, float(self.additive_variance) / P)
-        else:
-            lengthscales = self._values("additive_lengthscale", P * Dc).reshape(P, Dc)
-            alphas, betas = self._values("additive_alpha", P), self._values("additive_beta", P)
-            variances = self._values("additive_variance", P)
-        for p, term in enumerate(self._terms):
-            inner = term.kernel
-            inner.lengthscale, inner.alpha, inner.beta = lengthscales[p], float(alphas[p]), float(betas[p])
-            inner.variance = float(variances[p])
-        return product, self._terms
+        log_values = self._all_log_values()
+        for component, selection in zip([self._product] + [term.kernel for term in self._terms], self._selections()):
+            component.theta = log_values[selection]     # every component hyperparameter is free (default bounds)
+        return self._product, self._terms
 
-    def _jacobians(self):
-        """∂(component's log hyperparameters)/∂(this kernel's), one 0/1 matrix of shape (n_component, n_all)
-        per component, product first.  Shared: a term's θ, α and β are the product's, its log variance
-        log σ²_add − log P.  Not shared: each term reads its own block."""
-        return self._memo("jacobians", self._compute_jacobians)
+    def _selections(self):
+        """Per component (product first), the indices of its log hyperparameters in this kernel's: the
+        product's are the first block; term p's are [its θ | α_p | β_p | σ²_p] from the ``additive_*`` blocks."""
+        return self._memo("selections", self._compute_selections)
 
-    def _compute_jacobians(self):
+    def _compute_selections(self):
         Dc, P = self.space.n_continuous, self.space.n_discrete
         n_product = Dc + 2 * P + 1
-        n_all = sum(n for _, n in self._hyperparameter_specs())
-        jacobians = [np.eye(n_product, n_all)]
-        for p in range(P):                 # a term's θ: [log θ (Dc) | log α_p | log β_p | log σ²_p]
-            if self.shared:
-                columns = list(range(Dc)) + [Dc + p, Dc + P + p, n_all - 1]
-            else:
-                start = n_product + p * Dc           # then α (P), β (P) and σ² (P) blocks after all θ
-                alpha = n_product + P * Dc
-                columns = list(range(start, start + Dc)) + [alpha + p, alpha + P + p, alpha + 2 * P + p]
-            term = np.zeros((Dc + 3, n_all))
-            term[np.arange(Dc + 3), columns] = 1.0
-            jacobians.append(term)
-        return jacobians
+        alpha = n_product + P * Dc                   # the additive α, β and σ² blocks, P each, after the θ block
+        selections = [np.arange(n_product)]
+        for p in range(P):
+            start = n_product + p * Dc
+            selections.append(np.r_[start:start + Dc, alpha + p, alpha + P + p, alpha + 2 * P + p])
+        return selections
 
     def _chain(self, per_component):
-        """Σ_c v_c J_c: this kernel's gradients (last axis) from the components' (``_jacobians``)."""
-        return sum(vector @ jacobian for vector, jacobian in zip(per_component, self._jacobians()))
+        """This kernel's gradients (last axis) from the components' (their hyperparameters are disjoint
+        blocks of this kernel's, ``_selections``)."""
+        first = per_component[0]
+        out = np.zeros(first.shape[:-1] + (sum(n for _, n in self._hyperparameter_specs()),))
+        for values, selection in zip(per_component, self._selections()):
+            out[..., selection] = values
+        return out
 
     # ---- evaluation
     def _gram(self, X, Y):
         product, terms = self._components()
         K = product._gram(X, Y)
         for term in terms:
-            K += term._gram(X, Y)
+            K = _combine_into_first(np.add, K, term._gram(X, Y))
         return K
 
     def _diag(self, X):
@@ -217,6 +194,41 @@ class AdditiveFM(Kernel):
                                                                np.asarray(new_state)[moved]), X)
             K += rows
         return K
+
+    def _likelihood_terms(self, X):
+        if not np.all(self._free_mask()):          # a fixed hyperparameter: the generic path
+            return _KernelLikelihoodTerms(self, X)
+        return _AdditiveLikelihoodTerms(self, X)
+
+
+class _AdditiveLikelihoodTerms:
+    """``Kernel._likelihood_terms`` of an AdditiveFM whose hyperparameters are all free: the components' own
+    fast paths (``_FMLikelihoodTerms``) on their columns of X, each given its block of θ.  Through the public
+    API every component re-keys its memo and re-checks X at each θ: 20 terms made that bookkeeping ten
+    times the backends' work in a fit on Mixed10C20N."""
+
+    device = None                  # the host path (the terms' Grams are summed on the host)
+
+    def __init__(self, kernel, X):
+        X = kernel._check_X(X)
+        kernel._components()
+        self.selections = kernel._selections()
+        self.n_all = int(sum(len(s) for s in self.selections))
+        self.parts = [kernel._product._likelihood_terms(X)] + [
+            term.kernel._likelihood_terms(term._select(X)) for term in kernel._terms]
+
+    def gram(self, theta):
+        K = None
+        for part, selection in zip(self.parts, self.selections):
+            K_part = part.gram(theta[selection])
+            K = K_part if K is None else _combine_into_first(np.add, K, K_part)
+        return K
+
+    def reduction(self, W):
+        out = np.zeros(self.n_all)
+        for part, selection in zip(self.parts, self.selections):
+            out[selection] = part.reduction(W)
+        return out
 
 
 def _unconditional(parameter):

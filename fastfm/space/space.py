@@ -239,9 +239,10 @@ class Space:
     def names(self):
         return [p.name for p in self.parameters]
 
-    @property
+    @cached_property
     def n_continuous(self):
-        """Number of continuous encoded columns (a Set counts n_points·dim)."""
+        """Number of continuous encoded columns (a Set counts n_points·dim); cached: kernels ask for it at
+        every evaluation, and a Space does not change after construction."""
         return sum(p.n_columns for p in self.continuous_params)
 
     @property

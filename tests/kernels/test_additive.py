@@ -16,12 +16,11 @@ def mixed_space():
                      ff.Integer("i", 0, 4), ff.Categorical("b", ["p", "q"])])
 
 
-@pytest.mark.parametrize("shared", [False, True])
-def test_gram_is_the_product_plus_the_one_variable_terms(mixed_space, shared):
+def test_gram_is_the_product_plus_the_one_variable_terms(mixed_space):
     """k = σ² k̃ + Σ_p σ²_p k̃_p with k̃_p the FM kernel on (continuous, v_p) alone, built independently here."""
     rng = np.random.default_rng(0)
     P = mixed_space.n_discrete
-    kernel = fk.AdditiveFM(mixed_space, shared=shared)
+    kernel = fk.AdditiveFM(mixed_space)
     kernel.theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
     X = mixed_space.sample_encoded(30, seed=1)
     product = fk.ModLap(mixed_space, lengthscale=kernel.lengthscale, alpha=kernel.alpha, beta=kernel.beta,
@@ -29,12 +28,8 @@ def test_gram_is_the_product_plus_the_one_variable_terms(mixed_space, shared):
     expected = product(X)
     for p, parameter in enumerate(mixed_space.discrete_params):
         sub = ff.Space(list(mixed_space.continuous_params) + [parameter])
-        if shared:
-            values = dict(lengthscale=kernel.lengthscale, alpha=kernel.alpha[p], beta=kernel.beta[p],
-                          variance=kernel.additive_variance / P)
-        else:
-            values = dict(lengthscale=kernel.additive_lengthscale.reshape(P, -1)[p], alpha=kernel.additive_alpha[p],
-                          beta=kernel.additive_beta[p], variance=kernel.additive_variance[p])
+        values = dict(lengthscale=kernel.additive_lengthscale.reshape(P, -1)[p], alpha=kernel.additive_alpha[p],
+                      beta=kernel.additive_beta[p], variance=kernel.additive_variance[p])
         term = fk.ModLap(sub, unit_diagonal=True, **values)
         columns = [0, 1, mixed_space.n_continuous + p]
         expected += term(X[:, columns])
@@ -44,18 +39,16 @@ def test_gram_is_the_product_plus_the_one_variable_terms(mixed_space, shared):
     np.testing.assert_allclose(kernel.diag(X), total, rtol=1e-13)
 
 
-def test_shared_has_one_hyperparameter_more_than_modlap(mixed_space):
+def test_each_term_has_its_own_hyperparameters(mixed_space):
     modlap = fk.ModLap(mixed_space)
-    assert fk.AdditiveFM(mixed_space, shared=True).n_theta == modlap.n_theta + 1
     Dc, P = mixed_space.n_continuous, mixed_space.n_discrete
     assert fk.AdditiveFM(mixed_space).n_theta == modlap.n_theta + P * Dc + 3 * P
 
 
 @pytest.mark.skipif("cpp" not in ff.available_backends(), reason="the C++ extension is not built")
-@pytest.mark.parametrize("shared", [False, True])
-def test_cpp_backend_matches_numpy(mixed_space, shared):
+def test_cpp_backend_matches_numpy(mixed_space):
     rng = np.random.default_rng(3)
-    kernels = {backend: fk.AdditiveFM(mixed_space, shared=shared, backend=backend) for backend in ("numpy", "cpp")}
+    kernels = {backend: fk.AdditiveFM(mixed_space, backend=backend) for backend in ("numpy", "cpp")}
     theta = kernels["numpy"].theta + rng.uniform(-1, 1, kernels["numpy"].n_theta)
     X = mixed_space.sample_encoded(40, seed=4)
     W = rng.normal(size=(40, 40))
@@ -71,11 +64,18 @@ def test_cpp_backend_matches_numpy(mixed_space, shared):
 
 def test_every_hyperparameter_has_a_named_prior(mixed_space):
     """No hyperparameter falls back to the 'centred in its bounds' prior of unknown names."""
-    for shared in (False, True):
-        kernel = fk.AdditiveFM(mixed_space, shared=shared)
-        assert all(h.name in DEFAULT_LOG_PRIORS for h in kernel.hyperparameters)
-        prior = default_hyperparameter_prior(kernel)
-        assert prior.mean.shape == (kernel.n_theta + 1,)
+    kernel = fk.AdditiveFM(mixed_space)
+    assert all(h.name in DEFAULT_LOG_PRIORS for h in kernel.hyperparameters)
+    assert default_hyperparameter_prior(kernel).mean.shape == (kernel.n_theta + 1,)
+
+
+def test_likelihood_terms_with_a_fixed_hyperparameter_take_the_generic_path(mixed_space):
+    """All free: the components' fast paths; a fixed variance: the public Gram at every θ.  Both equal it."""
+    X = mixed_space.sample_encoded(20, seed=5)
+    for kernel in (fk.AdditiveFM(mixed_space), fk.AdditiveFM(mixed_space, variance_bounds="fixed")):
+        theta = kernel.theta + np.random.default_rng(6).uniform(-1, 1, kernel.n_theta)
+        terms = kernel._likelihood_terms(X)
+        np.testing.assert_allclose(terms.gram(theta), kernel.clone_with_theta(theta)(X), rtol=1e-13)
 
 
 def test_bad_arguments_are_named(mixed_space):

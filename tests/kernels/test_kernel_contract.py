@@ -20,7 +20,7 @@ KERNELS = {
     "Hierarchical": fk.Hierarchical,
     "Hierarchical(rbf)": lambda s, **kw: fk.Hierarchical(s, base="rbf", **kw),
     "AdditiveFM": fk.AdditiveFM,
-    "AdditiveFM(moddif,paper diagonal)": lambda s, **kw: fk.AdditiveFM(s, base="moddif", unit_diagonal=False, **kw),
+    "AdditiveFM(moddif, paper's diagonal)": lambda s, **kw: fk.AdditiveFM(s, base="moddif", unit_diagonal=False, **kw),
 }
 
 
