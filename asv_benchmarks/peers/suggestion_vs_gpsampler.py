@@ -9,6 +9,9 @@ alternating so that a change of load hits both.  A suggestion is ``Optimizer.ask
 both single-threaded.  Optuna sees the fastfm space as ``head_to_head.py`` maps it.
 
     PYTHONPATH=. python asv_benchmarks/peers/suggestion_vs_gpsampler.py --problems func3c contamination --n-obs 50 100
+
+``--kernels modlap modlap_additive`` times one fastfm optimizer per kernel name on the same observations (each
+told its own suggestions), in turn with GPSampler.
 """
 import argparse
 import os
@@ -24,7 +27,7 @@ import _common                                           # noqa: E402
 from head_to_head import _optuna_suggest, peer_dims     # noqa: E402
 
 
-def measure(problem_name, n_obs, repeats, seed):
+def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
     import optuna
     from threadpoolctl import threadpool_limits
 
@@ -34,17 +37,18 @@ def measure(problem_name, n_obs, repeats, seed):
     problem = get_problem(problem_name)
     dims = peer_dims(problem.space)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    optimizer = fastfm.Optimizer(problem.space, seed=seed)
+    optimizers = {kernel: fastfm.Optimizer(problem.space, kernel=kernel, seed=seed) for kernel in kernels}
     for _ in range(n_obs - 1):
         trial = study.ask()
         config = _optuna_suggest(trial, problem.space, dims)
         value = float(problem(config))
         study.tell(trial, value)
-        optimizer.tell(config, value)
+        for optimizer in optimizers.values():
+            optimizer.tell(config, value)
     study.sampler = optuna.samplers.GPSampler(seed=seed)
-    times = {"fastfm": [], "gpsampler": []}
+    times = {**{kernel: [] for kernel in kernels}, "gpsampler": []}
 
-    def fastfm_step():
+    def fastfm_step(optimizer):
         start = time.perf_counter()
         config = optimizer.ask()
         elapsed = time.perf_counter() - start
@@ -60,9 +64,12 @@ def measure(problem_name, n_obs, repeats, seed):
         return elapsed
 
     with threadpool_limits(1):
-        fastfm_step(), gpsampler_step()                  # warm-up: each library's first fit on these data
+        for optimizer in optimizers.values():            # warm-up: each library's first fit on these data
+            fastfm_step(optimizer)
+        gpsampler_step()
         for _ in range(repeats):
-            times["fastfm"].append(fastfm_step())
+            for kernel, optimizer in optimizers.items():
+                times[kernel].append(fastfm_step(optimizer))
             times["gpsampler"].append(gpsampler_step())
     return times
 
@@ -73,19 +80,22 @@ def main(argv=None):
     parser.add_argument("--n-obs", nargs="+", type=int, default=[50, 100])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kernels", nargs="+", default=["modlap"], help="fastfm kernel names, each timed")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     warnings.simplefilter("ignore")
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     meta = _common.header(args)
-    print("| problem | observations | fastfm s/suggestion | GPSampler s/suggestion | GPSampler / fastfm |")
-    print("| --- | --- | --- | --- | --- |")
+    columns = [f"fastfm ({kernel}) s/suggestion | GPSampler / fastfm ({kernel})" for kernel in args.kernels]
+    print(f"| problem | observations | GPSampler s/suggestion | {' | '.join(columns)} |")
+    print("| --- " * (3 + 2 * len(args.kernels)) + "|")
     for name in args.problems:
         for n in args.n_obs:
-            times = measure(name, n, args.repeats, args.seed)
-            a, b = np.mean(times["fastfm"]), np.mean(times["gpsampler"])
-            print(f"| {name} | {n} | {a:.3f} | {b:.3f} | {b / a:.2f}× |", flush=True)
+            times = measure(name, n, args.repeats, args.seed, args.kernels)
+            peer = np.mean(times["gpsampler"])
+            cells = [f"{np.mean(times[kernel]):.3f} | {peer / np.mean(times[kernel]):.2f}×" for kernel in args.kernels]
+            print(f"| {name} | {n} | {peer:.3f} | {' | '.join(cells)} |", flush=True)
     _common.finish(meta, [], None)
 
 

@@ -27,8 +27,8 @@ import numpy as np
 
 from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
-from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS
-from .base import Kernel, _combine_into_first, _KernelLikelihoodTerms
+from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
+from .base import _combine_into_first, _KernelLikelihoodTerms
 from .fm import ModDif, ModLap
 from .sets import SubspaceKernel
 
@@ -37,7 +37,7 @@ __all__ = ["AdditiveFM"]
 _BASES = {"modlap": ModLap, "moddif": ModDif}
 
 
-class AdditiveFM(Kernel):
+class AdditiveFM(SpaceKernel):
     """An FM kernel plus one FM term per discrete variable (module docstring).
 
     Parameters
@@ -72,9 +72,8 @@ class AdditiveFM(Kernel):
         if space.n_discrete == 0:
             raise SpaceDefinitionError("AdditiveFM needs at least one discrete variable; the space has none "
                                        "(use RBF or Matern52 for purely continuous spaces)")
-        self.space = space
+        super().__init__(space, backend)
         self.base = base.lower()
-        self.backend = backend
         self.unit_diagonal = bool(unit_diagonal)
         self.lengthscale, self.alpha, self.beta, self.variance = lengthscale, alpha, beta, variance
         self.additive_lengthscale, self.additive_alpha, self.additive_beta, self.additive_variance = (
@@ -99,16 +98,6 @@ class AdditiveFM(Kernel):
 
     def _static_key(self):
         return (self.base, self.unit_diagonal)
-
-    @property
-    def n_dims(self):
-        return self.space.n_dims
-
-    def _n_discrete(self):
-        return self.space.n_discrete
-
-    def _check_X(self, X, name="X"):
-        return self._product._check_X(X, name)
 
     # ---- the components at this kernel's hyperparameters
     def _components(self):
