@@ -200,7 +200,8 @@ class _AdditiveLikelihoodTerms:
 
     def __init__(self, kernel, X):
         X = kernel._check_X(X)
-        kernel._components()
+        # the components' fast paths read only their structure (every θ is given to ``gram``): nothing is set
+        # on the shared components, which the GP's restarts build these from in parallel threads
         self.selections = kernel._selections()
         self.n_all = int(sum(len(s) for s in self.selections))
         self.parts = [kernel._product._likelihood_terms(X)] + [
