@@ -3,6 +3,7 @@ acquisition optimiser moves set coordinates by L-BFGS-B."""
 import warnings
 
 import numpy as np
+import pytest
 
 import fastfm as ff
 from fastfm.acquisition import log_expected_improvement_and_grad
@@ -66,3 +67,53 @@ def test_acquisition_optimiser_moves_set_coordinates_by_gradient():
     assert result.value > result.start_values.max()      # the L-BFGS-B steps improved on every start
     assert result.n_rounds >= 2
     np.testing.assert_array_equal(space.canonical(result.x), result.x)
+
+
+def _fitted_coverage_gp(space, n=12, seed=2):
+    X = space.sample_encoded(n, seed=seed)
+    y = np.array([coverage(c) for c in space.decode(X)])
+    kernel = ff.kernels.make_kernel("matern52", space)
+    return X, y, ff.GaussianProcessRegressor(kernel, n_restarts=1, random_state=0).fit(X, y)
+
+
+def test_set_point_moves_change_exactly_one_point_of_a_best_observed_set():
+    space = ff.Space([ff.Set("s", n_points=3, dim=2, low=-1.0, high=1.0), ff.Real("r", 0.0, 1.0)])
+    X, y, gp = _fitted_coverage_gp(space)
+    optimizer = MixedAcquisitionOptimizer(space, n_set_point_moves=400)
+    incumbent = X[np.argmin(y)]
+    moves = optimizer._set_point_moves(gp, incumbent, np.random.default_rng(0))
+    assert moves.shape == (400, space.n_dims)
+    assert np.all((moves >= 0.0) & (moves <= 1.0))
+    best_rows = gp.X_train_[np.argsort(gp.y_train_, kind="stable")[:5]]
+    parents = np.vstack([incumbent, best_rows])[:5]
+    relocated = 0
+    for row in moves:
+        # its parent is one of the best observed points: all columns but one point's equal
+        differences = np.abs(parents - row)
+        point_changed = differences[:, :6].reshape(len(parents), 3, 2).max(axis=2) > 0
+        matches = (point_changed.sum(axis=1) <= 1) & (differences[:, 6] == 0)
+        assert matches.any()
+        relocated += np.min(point_changed.sum(axis=1)) == 1
+    assert relocated > 300       # all but the jitters clipped back onto the parent move a point
+
+
+def test_set_point_moves_are_off_with_zero_and_checked():
+    space = ff.Space([ff.Set("s", n_points=3, dim=2, low=-1.0, high=1.0)])
+    with pytest.raises(ValueError, match="n_set_point_moves must be >= 0, got n_set_point_moves=-1"):
+        MixedAcquisitionOptimizer(space, n_set_point_moves=-1)
+    X, y, gp = _fitted_coverage_gp(space)
+
+    def acquisition(mu, sigma):
+        return log_expected_improvement_and_grad(mu, sigma, gp.best_y_standardized_)
+
+    # the moves add starts to the search: with them the search reaches at least the value found without
+    # them on this model (the starts without moves are the same points: the moves are drawn last)
+    values = {}
+    for n_moves in (0, 500):
+        optimizer = MixedAcquisitionOptimizer(space, n_random=300, n_spray=20, n_starts=5, max_rounds=20,
+                                              n_set_point_moves=n_moves)
+        result = optimizer.optimize(gp, acquisition, X[np.argmin(y)], X, np.random.default_rng(0))
+        np.testing.assert_array_equal(space.canonical(result.x), result.x)
+        values[n_moves] = result.value
+    assert values[500] >= values[0] - 1e-6
+

@@ -110,6 +110,9 @@ _REGISTRY = {
     "setcoverage": ("fastfm.benchmarks.sets", "SetCoverage"),
     "setchamfer": ("fastfm.benchmarks.sets", "SetChamfer"),
     "kmeansinit": ("fastfm.benchmarks.sets", "KMeansInit"),
+    # the set-BO paper's §4.2 synthetic functions (Kim et al.; issue 24 §4)
+    "setperiodic": ("fastfm.benchmarks.sets", "SetPeriodic"),
+    "setdensity": ("fastfm.benchmarks.sets", "SetDensity"),
 }
 
 #: Names of the paper's problems (SPEC §6), accepted by :func:`get_problem` (case-insensitive).

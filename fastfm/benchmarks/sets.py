@@ -26,12 +26,21 @@ order of its points) and has several modes.
   held-out points of the same mixture (mean squared distance to the nearest
   centre).  Optimum unknown; needs scikit-learn (``pip install fastfm[bench]``).
 
+* :class:`SetPeriodic` and :class:`SetDensity` — the paper's §4.2 "Synthetic 1" and
+  "Synthetic 2" (its eq. 11 and Supp. eqs. s.15–s.16): f(X) = (1/m) Σ_i g(x_i), an
+  auxiliary function g summed over the set's points, m = 10 by default.  The text
+  extraction of the paper lost the formulas of g, the domain and m; the concrete forms
+  here are our choice, following the words ("a simple periodic function"; "the summation
+  of probability density functions").
+
 Baselines of the set benchmark (``fastfm bench setcoverage --kernel ...``,
 see ``fastfm.cli.runs.run_set_method``): ``set`` (BO with the exact set kernel K_set of SPEC §4), ``set-L<L>``
 (BO with the approximation K̂ on L < m points), ``vector`` (BO with a Matérn 5/2
 kernel on the m·d coordinates as an ordered vector: a space of m·d Reals, no
 canonical order), ``set-norm`` (BO with the normalised set kernel, ``SetKernel(normalize=True)``:
-the default kernel of a space with a ``Set``),
+the default kernel of a space with a ``Set``), ``set-learn`` (the power γ of that normalisation
+fitted, ``SetKernel(normalize="learn")``), ``split`` (the set-BO paper's Split baseline: m independent
+BOs, one per point, each told f of the whole set),
 ``random`` (random search) and, for k-means, ``kmeans++`` (the
 best of ``budget`` k-means++ initialisations, scored like any other init).
 """
@@ -40,7 +49,7 @@ import numpy as np
 from ..space import Set, Space
 from .base import Problem
 
-__all__ = ["SetCoverage", "SetChamfer", "KMeansInit"]
+__all__ = ["SetCoverage", "SetChamfer", "KMeansInit", "SetPeriodic", "SetDensity"]
 
 
 class _SetProblem(Problem):
@@ -138,3 +147,96 @@ class KMeansInit(_SetProblem):
         from sklearn.cluster import kmeans_plusplus
         centres, _ = kmeans_plusplus(self.train, self.n_clusters, random_state=int(rng.integers(1 << 31)))
         return np.clip(centres, self.set_param.low, self.set_param.high)
+
+
+class _SummedSetProblem(_SetProblem):
+    """f(X) = (1/m) Σ_i g(x_i): the paper's eq. (11), an auxiliary function g summed over the points.
+
+    The mean rather than the sum keeps the scale of f independent of m; the minimisers are the same.
+    f is minimal exactly when every point sits on a global minimiser of g, so ``optimum`` is min g.
+
+    Parameters
+    ----------
+    n_points : int, default 10
+        m, the number of points per set (the paper's value was lost in the text extraction).
+    """
+
+    dim = 2
+    low, high = -1.0, 1.0
+
+    def __init__(self, n_points=10):
+        if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) or n_points < 1:
+            raise ValueError(f"n_points must be a positive integer, got n_points={n_points!r}")
+        self.n_points = int(n_points)
+        self.space = Space([Set(self.set_name, n_points=self.n_points, dim=self.dim, low=self.low, high=self.high)])
+        best_point = self.point_minimiser()
+        self.optimum = float(self.point_value(best_point[None, :])[0])
+        self.optimal_config = {self.set_name: np.repeat(best_point[None, :], self.n_points, axis=0)}
+
+    def point_value(self, points):
+        """g at each of ``points`` (shape (n, dim)), shape (n,)."""
+        raise NotImplementedError
+
+    def point_minimiser(self):
+        """A global minimiser of g in the box, shape (dim,)."""
+        raise NotImplementedError
+
+    def set_value(self, points):
+        return float(np.mean(self.point_value(points)))
+
+
+class SetPeriodic(_SummedSetProblem):
+    """The paper's Synthetic 1: a simple periodic g summed over the set (Kim et al. §4.2, Supp. eq. s.15).
+
+        g(x) = sin(2π x₁) · sin(2π x₂),   x ∈ [−1, 1]²,   f(X) = (1/m) Σ_i g(x_i)
+
+    Our guess at s.15 (lost in the text extraction; the paper says only "a simple periodic
+    function" with a multimodal surface): g has 8 global minima g = −1 at (±¼, ∓¼) and
+    (±¾, ∓¾) with the signs of the two coordinates opposite, so f = −1 exactly when every
+    point sits on one of them, and many local optima mix minima with maxima and saddles.
+    """
+
+    name = "SetPeriodic"
+
+    def point_value(self, points):
+        points = np.asarray(points, dtype=np.float64)
+        return np.sin(2.0 * np.pi * points[:, 0]) * np.sin(2.0 * np.pi * points[:, 1])
+
+    def point_minimiser(self):
+        return np.array([0.25, -0.25])
+
+
+class SetDensity(_SummedSetProblem):
+    """The paper's Synthetic 2: a sum of Gaussian densities summed over the set (Kim et al. §4.2, Supp. eq. s.16).
+
+        g(x) = −Σ_k w_k N(x; μ_k, σ_k² I),   x ∈ [−1, 1]²,   f(X) = (1/m) Σ_i g(x_i)
+
+    with four components μ = (0.5, 0.5), (−0.5, −0.5), (0.5, −0.5), (−0.5, 0.5), σ = 0.15, 0.2,
+    0.25, 0.3 and weights w_k = σ_k² / σ₁² (so the unnormalised bumps have heights 1/(2π σ₁²)
+    each, and the widest holds the most mass).  Our guess at s.16: the paper's means, widths and
+    weights were lost in the text extraction.  Every mode of g is nearly as deep as the others
+    (the densities' tails tilt them slightly), so f has many near-optimal sets: points clustered in
+    one mode or spread over several, as the paper describes.
+    """
+
+    name = "SetDensity"
+    means = np.array([[0.5, 0.5], [-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5]])
+    stds = np.array([0.15, 0.2, 0.25, 0.3])
+    weights = stds ** 2 / stds[0] ** 2
+
+    def point_value(self, points):
+        points = np.asarray(points, dtype=np.float64)
+        sq = np.sum((points[:, None, :] - self.means[None, :, :]) ** 2, axis=2)
+        density = np.exp(-sq / (2.0 * self.stds ** 2)) / (2.0 * np.pi * self.stds ** 2)
+        return -density @ self.weights
+
+    def point_minimiser(self):
+        from scipy.optimize import minimize
+        # the deepest mode: each component's mean moved by the others' tails, polished by L-BFGS-B
+        best = None
+        for mean in self.means:
+            result = minimize(lambda x: float(self.point_value(x[None, :])[0]), mean, method="L-BFGS-B",
+                              bounds=[(self.low, self.high)] * self.dim, options={"gtol": 1e-12, "ftol": 1e-15})
+            if best is None or result.fun < best.fun:
+                best = result
+        return best.x

@@ -22,7 +22,7 @@ from ..space import Real, Space
 __all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
 
 #: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
-SET_METHODS = ("set", "set-L<L>", "set-norm", "vector", "random", "kmeans++")
+SET_METHODS = ("set", "set-L<L>", "set-norm", "set-learn", "vector", "split", "random", "kmeans++")
 
 
 class _PrunedObjective:
@@ -163,15 +163,45 @@ def _vector_space(param):
                   for i in range(param.n_points) for k in range(param.dim)])
 
 
-def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
+def _run_split(problem, budget, n_init, seed):
+    """The set-BO paper's "Split" baseline (Kim et al. §4): m independent BOs, one per point of the set.
+
+    BO number i sees only the i-th point of every evaluated set, paired with f of the whole set; each step
+    asks every BO for its point, and the m answers make the next set.
+    """
+    from ..bo import Optimizer
+
+    param = problem.set_param
+    point_space = Space([Real(f"x{k}", float(param.low[k]), float(param.high[k])) for k in range(param.dim)])
+    optimizers = [Optimizer(point_space, kernel=Matern52(point_space), n_init=n_init, seed=seed * 1000 + i)
+                  for i in range(param.n_points)]
+    configs, values, times = [], [], []
+    for _ in range(budget):
+        start = time.perf_counter()
+        asked = [opt.ask() for opt in optimizers]
+        times.append(time.perf_counter() - start)
+        points = np.array([[config[p.name] for p in point_space.parameters] for config in asked])
+        configs.append({problem.set_name: points})
+        values.append(problem.set_value(points))
+        for opt, config in zip(optimizers, asked):
+            opt.tell(config, values[-1])
+    return _Record(values, configs, times)
+
+
+def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, acq_options=None):
     """Run one baseline of the set benchmark on ``problem``.
 
     Parameters
     ----------
     problem : SetCoverage, SetChamfer or KMeansInit
     method : str
-        "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "vector", "random" or "kmeans++" (KMeansInit only).
+        "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "set-learn" (the normalisation's power fitted:
+        ``SetKernel(normalize="learn")``), "vector", "split" (m independent BOs, one per
+        point: the set-BO paper's Split baseline), "random" or "kmeans++" (KMeansInit only).
     budget, n_init, seed : int
+    acq_options : dict, optional
+        The BO methods' acquisition search options (``MixedAcquisitionOptimizer``'s), e.g.
+        ``{"n_set_point_moves": 0}`` for the search before issue 24 §4.
 
     Returns
     -------
@@ -196,31 +226,35 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False):
             return problem.set_value(points)
 
         return minimize(objective, space, n_iter=budget, n_init=n_init, kernel=Matern52(space), seed=seed,
-                        progress=progress)
+                        progress=progress, acq_options=acq_options)
+    if method == "split":
+        return _run_split(problem, budget, n_init, seed)
     match = re.fullmatch(r"set-L(\d+)", method)
     if match:
         kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed,
                                   normalize=False)
-    elif method in ("set", "set-norm"):     # "set-norm" is the default kernel of a space with a Set
-        kernel = set_space_kernel("matern52", problem.space, normalize=method == "set-norm")
+    elif method in ("set", "set-norm", "set-learn"):
+        # "set-norm": K/√(K(X,X) K(X',X')); "set-learn": the power of that normalisation fitted
+        kernel = set_space_kernel("matern52", problem.space,
+                                  normalize={"set": False, "set-norm": True, "set-learn": "learn"}[method])
     elif method == "random":
         kernel = "random"
     else:
         raise ValueError(f"unknown set benchmark method {method!r}; choose from {SET_METHODS}")
     return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
-                    progress=progress)
+                    progress=progress, acq_options=acq_options)
 
 
 def add_parser(commands):
     """``bench``: the flags of ``fastfm bench``, unchanged."""
     b = commands.add_parser("bench", help="run BO on a built-in benchmark problem")
-    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, "
-                                   "setcoverage, setchamfer, kmeansinit; with 24-60 variables: contamination, "
-                                   "labs, isingsparsification, maxsatweighted, mixed10c20n")
+    b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, setcoverage, "
+                                   "setchamfer, kmeansinit, setperiodic, setdensity; with 24-60 variables: "
+                                   "contamination, labs, isingsparsification, maxsatweighted, mixed10c20n")
     b.add_argument("--kernel", default="modlap",
                    help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
                         "NAME-flat runs NAME on the flattened conditional space; "
-                        "set problems: set, set-L<L>, vector, random, kmeans++ (kmeansinit)")
+                        "set problems: set, set-L<L>, set-norm, vector, split, random, kmeans++ (kmeansinit)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

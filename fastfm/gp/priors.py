@@ -73,6 +73,9 @@ DEFAULT_LOG_PRIORS = {
     # (children weigh somewhat less than parents) and ρ = 0.5 (the kernel's defaults' scale)
     "gamma": (math.log(0.7), 1.0),
     "rho": (math.log(0.5), 1.0),
+    # SetKernel(normalize="learn"): the power γ ∈ [1e-3, 1] of the normalisation, centred on γ = 0.5
+    # (halfway between the plain K_set and the normalised kernel, issue 24 §4)
+    "normalization": (math.log(0.5), 1.0),
     "noise": (math.log(1e-3), 2.0),
 }
 

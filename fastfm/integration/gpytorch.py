@@ -612,6 +612,10 @@ class SetKernel(_FastFMHyperparameters):
     def __init__(self, inner=None, n_subsample=None, seed=None, lengthscale=None, nu=None, variance=None,
                  lengthscale_bounds=None, variance_bounds=None, space=None, parameter=None, normalize=False,
                  subsample="shared", dim=None, **kwargs):
+        if isinstance(normalize, str):
+            # the learned power γ of fastfm's normalize="learn" has no GPyTorch parameter here yet
+            raise InvalidValueError(f"normalize must be True or False for the GPyTorch SetKernel, got "
+                                    f"normalize={normalize!r}", "normalize", normalize)
         # fastfm's own kernel validates every argument and resolves ``inner``: one set of rules
         reference = _fastfm_sets.SetKernel(inner, n_subsample, seed, lengthscale, nu, variance, lengthscale_bounds,
                                            variance_bounds, space, parameter, normalize, subsample=subsample)

@@ -46,6 +46,12 @@ from .continuous import Matern52
 
 __all__ = ["SetKernel", "SubspaceKernel", "SpaceProduct", "subsample_sets", "draw_subsample"]
 
+# normalize="learn": the power γ of K(X, X') / (K(X, X) K(X', X'))^(γ/2) is fitted within these bounds
+# (γ = 1: the normalised kernel; γ → 0: SPEC §4's plain K_set) from this starting value
+NORMALIZATION_BOUNDS = (1e-3, 1.0)
+NORMALIZATION_START = 0.5
+NORMALIZE_MODES = (False, True, "learn")
+
 
 def draw_subsample(seed, n_points, dim, n_subsample):
     """The random quantities of K̂ for ``seed``: w ~ N(0, I_dim) and L of the m sorted positions.
@@ -176,10 +182,15 @@ class SetKernel(Kernel):
         that Set's columns (unit-scaled coordinates); without, it takes arrays
         of shape (N, m, dim) (2-d arrays (N, m·dim) are read point after point
         when ``dim`` is known from an ARD lengthscale).
-    normalize : bool, default False
-        Use K(X, X') / √(K(X, X) K(X', X')) (unit diagonal; still PSD and permutation
+    normalize : {False, True, "learn"}, default False
+        True: use K(X, X') / √(K(X, X) K(X', X')) (unit diagonal; still PSD and permutation
         invariant).  The plain K_set gives a set whose points coincide up to m times the
         prior variance of a spread-out one, which expected improvement then chases.
+        "learn": use K(X, X') / (K(X, X) K(X', X'))^(γ/2) with the power γ ∈ [10⁻³, 1] a
+        hyperparameter ("normalization", fitted with the others).  It is D K D with D a positive
+        diagonal, so PSD for every γ; γ = 1 is the normalised kernel, γ → 0 the plain K_set, which
+        is the exact prior of a sum-structured objective f(X) = Σ_i g(x_i) with g ~ GP(0, k)
+        (the set-BO paper's eq. 11; docs/benchmarks/sets.md, "Issue 24 §4").
     backend : {"auto", "numpy", "cpp", "cuda"}
 
     Examples
@@ -213,7 +224,14 @@ class SetKernel(Kernel):
         self.nu = nu
         self.variance = variance
         self.n_subsample = n_subsample
-        self.normalize = bool(normalize)
+        if isinstance(normalize, str) and normalize != "learn":
+            raise InvalidValueError(f"normalize must be one of {NORMALIZE_MODES}, got normalize={normalize!r}",
+                                    "normalize", normalize)
+        normalize = normalize if isinstance(normalize, str) else bool(normalize)
+        self.normalize = normalize
+        # γ, the power of the normalisation (a hyperparameter only with normalize="learn")
+        self.normalization = NORMALIZATION_START if normalize == "learn" else float(bool(normalize))
+        self.normalization_bounds = NORMALIZATION_BOUNDS if normalize == "learn" else "fixed"
         self.seed = int(np.random.SeedSequence().entropy % (1 << 63)) if seed is None else seed
         self.lengthscale_bounds = lengthscale_bounds
         self.variance_bounds = variance_bounds
@@ -288,7 +306,22 @@ class SetKernel(Kernel):
 
     # ---- hyperparameters ------------------------------------------------------------
     def _hyperparameter_specs(self):
-        return [("lengthscale", int(np.size(self.lengthscale))), ("variance", 1)]
+        specs = [("lengthscale", int(np.size(self.lengthscale))), ("variance", 1)]
+        return specs + [("normalization", 1)] if self.normalize == "learn" else specs
+
+    @property
+    def _learns_normalization(self):
+        return self.normalize == "learn"
+
+    def _power(self):
+        """γ of K / (K(X, X) K(X', X'))^(γ/2): 0 plain, 1 normalised."""
+        return float(self.normalization)
+
+    def _scaling(self, diag_a, diag_b):
+        """S_ab = (δ_a δ_b)^(−γ/2), δ the raw diagonal (γ = 1 as 1/√·, as before "learn" existed)."""
+        outer = np.outer(diag_a, diag_b)
+        power = self._power()
+        return 1.0 / np.sqrt(outer) if power == 1.0 else outer ** (-0.5 * power)
 
     def _static_key(self):
         return (self.nu, self.n_subsample, self.seed, self.normalize, self.subsample)
@@ -313,16 +346,16 @@ class SetKernel(Kernel):
         d = self._dim_of(A)
         B = None if Y is None else self._subsets(self._sets(Y))[0]
         K = self._backend_call("set_gram", A, B, self._lengthscales(d), float(self.nu))
-        if self.normalize:
+        if self._power() > 0.0:
             diag_A = self._diagonal(A)
-            K = K / np.sqrt(np.outer(diag_A, diag_A if B is None else self._diagonal(B)))
+            K = K * self._scaling(diag_A, diag_A if B is None else self._diagonal(B))
         return float(self.variance) * K
 
     def _diag(self, X):
         A = self._subsets(self._sets(X))[0]
-        if self.normalize:
+        if self._power() == 1.0:
             return np.full(len(A), float(self.variance))
-        return float(self.variance) * self._diagonal(A)
+        return float(self.variance) * self._diagonal(A) ** (1.0 - self._power())
 
     def _reduce_lengthscale(self, per_dim):
         """∂/∂log ℓ per coordinate → per hyperparameter element (isotropic: summed)."""
@@ -333,16 +366,21 @@ class SetKernel(Kernel):
         d = self._dim_of(A)
         ls = self._lengthscales(d)
         variance = float(self.variance)
-        if self.normalize:
-            # K_n = S ∘ K with S_ab = (δ_a δ_b)^(−1/2), δ the raw diagonal:
-            # Σ W ∘ ∂K_n = Σ (W ∘ S) ∘ ∂K − Σ_a r_a ∂log δ_a, r_a = Σ_b ½(W + Wᵀ)_ab K_n,ab
+        power = self._power()
+        g_power = []
+        if power > 0.0:
+            # K_n = S ∘ K with S_ab = (δ_a δ_b)^(−γ/2), δ the raw diagonal:
+            # Σ W ∘ ∂K_n/∂log ℓ = Σ (W ∘ S) ∘ ∂K − γ Σ_a r_a ∂log δ_a, r_a = Σ_b ½(W + Wᵀ)_ab K_n,ab;
+            # ∂K_n/∂log γ = −(γ/2) K_n,ab (log δ_a + log δ_b), so Σ W ∘ ∂K_n/∂log γ = −γ Σ_a r_a log δ_a
             diag, d_diag, _ = self._diagonal(A, with_gradient=True)
-            S = 1.0 / np.sqrt(np.outer(diag, diag))
+            S = self._scaling(diag, diag)
             K_n = S * self._backend_call("set_gram", A, None, ls, float(self.nu))
             r = np.sum(0.5 * (W + W.T) * K_n, axis=1)
             g_ls = np.asarray(self._backend_call("set_grad_reduction", A, W * S, ls, float(self.nu)))
-            g_ls = g_ls - r @ (d_diag / diag[:, None])
+            g_ls = g_ls - power * (r @ (d_diag / diag[:, None]))
             weighted_gram = np.sum(W * K_n)
+            if self._learns_normalization:
+                g_power = [variance * -power * float(r @ np.log(diag))]
         else:
             fused = getattr(get_backend(self.backend), "set_grad_reduction_and_weighted_gram", None)
             if fused is not None:       # one pass for both (the cpp backend)
@@ -350,22 +388,30 @@ class SetKernel(Kernel):
             else:
                 g_ls = self._backend_call("set_grad_reduction", A, W, ls, float(self.nu))
                 weighted_gram = np.sum(W * self._backend_call("set_gram", A, None, ls, float(self.nu)))
-        return np.concatenate([self._reduce_lengthscale(variance * np.asarray(g_ls)), [variance * weighted_gram]])
+        return np.concatenate([self._reduce_lengthscale(variance * np.asarray(g_ls)), [variance * weighted_gram],
+                               g_power])
 
     def _full_gradient(self, X):
         A = self._subsets(self._sets(X))[0]
         d = self._dim_of(A)
         K, dK_ls = numpy_backend.set_gram_gradient(A, self._lengthscales(d), float(self.nu))
-        if self.normalize:
+        power = self._power()
+        dK_power = np.zeros(K.shape + (0,))
+        if power > 0.0:
             diag, d_diag, _ = self._diagonal(A, with_gradient=True)
-            K = K / np.sqrt(np.outer(diag, diag))
+            S = self._scaling(diag, diag)
+            K = K * S
             log_grad = d_diag / diag[:, None]
-            dK_ls = (dK_ls / np.sqrt(np.outer(diag, diag))[:, :, None]
-                     - 0.5 * K[:, :, None] * (log_grad[:, None, :] + log_grad[None, :, :]))
+            dK_ls = (dK_ls * S[:, :, None]
+                     - 0.5 * power * K[:, :, None] * (log_grad[:, None, :] + log_grad[None, :, :]))
+            if self._learns_normalization:
+                log_diag = np.log(diag)
+                dK_power = (-0.5 * power * K * (log_diag[:, None] + log_diag[None, :]))[:, :, None]
         variance = float(self.variance)
         if np.size(self.lengthscale) == 1:
             dK_ls = dK_ls.sum(axis=2, keepdims=True)
-        return variance * K, np.concatenate([variance * dK_ls, variance * K[:, :, None]], axis=2)
+        return variance * K, np.concatenate([variance * dK_ls, variance * K[:, :, None], variance * dK_power],
+                                            axis=2)
 
     def _gram_and_input_gradient(self, X1, X2):
         sets1 = self._sets(X1)
@@ -373,12 +419,13 @@ class SetKernel(Kernel):
         B = self._subsets(self._sets(X2))[0]
         d = self._dim_of(A)
         K, dK_sub = numpy_backend.set_cross_gradient(A, B, self._lengthscales(d), float(self.nu))
-        if self.normalize:
+        power = self._power()
+        if power > 0.0:
             diag_A, _, d_diag_points = self._diagonal(A, with_gradient=True)
-            S = 1.0 / np.sqrt(np.outer(diag_A, self._diagonal(B)))
+            S = self._scaling(diag_A, self._diagonal(B))
             K = S * K
             dK_sub = (S[:, :, None, None] * dK_sub
-                      - 0.5 * K[:, :, None, None] * (d_diag_points / diag_A[:, None, None])[:, None, :, :])
+                      - 0.5 * power * K[:, :, None, None] * (d_diag_points / diag_A[:, None, None])[:, None, :, :])
         # points left out of the subset do not move K̂ (the sort is piecewise constant)
         M, N = K.shape
         dK_points = np.zeros((M, N) + sets1.shape[1:])

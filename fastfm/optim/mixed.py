@@ -44,6 +44,16 @@ N_RANDOM = 10_000
 # m·d-dimensional box are poor starts next to the spray points and L-BFGS-B
 N_RANDOM_SETS = 10_000
 N_SPRAY = 50              # points around the incumbent, to encourage exploitation
+# On a space with Set parameters, candidates that move ONE point of one of the best observed sets (issue 24 §4):
+# half relocate it uniformly in the box, half jitter it by SPRAY_CONTINUOUS_STD.  Random sets and the spray
+# (which moves every point at once) almost never propose "keep m − 1 good points, put the last one elsewhere",
+# which is the step that covers a new mode of a coverage or sum-structured objective.
+N_SET_POINT_MOVES = 2_000
+SET_POINT_MOVE_PARENTS = 5    # the incumbent and the next best observed sets are the parents of the moves
+# The best moves are EXTRA starts of the local search, next to the N_STARTS best random and spray points: ranked
+# together, the moves (all near the incumbent) displaced the random starts that reach other modes, and the
+# search ended lower on 3 of 12 fitted models (asv_benchmarks/sets/acquisition_gap.py)
+N_SET_MOVE_STARTS = 10
 N_STARTS = 40             # best scored points used as starts of the local search
 # The 2nd, 3rd, ... point of one ask(n): the previous point's candidates re-scored, plus this fraction of the
 # random points and of the starts (ask(n=8) at 200 observations: see docs/benchmarks/parallel.md)
@@ -90,13 +100,16 @@ class MixedAcquisitionOptimizer:
         space with ``Set`` parameters).
     lbfgs_iterations_per_round : int
         L-BFGS-B iterations per continuous step.
+    n_set_point_moves : int
+        On a space with ``Set`` parameters: candidates that move one point of one of the best observed
+        sets (N_SET_POINT_MOVES; 0 turns them off).  Ignored on other spaces.
     max_rounds : int
         Cap on discrete/continuous alternations.
     """
 
     def __init__(self, space, n_random=None, n_spray=N_SPRAY, n_starts=N_STARTS,
                  lbfgs_iterations_per_round=LBFGS_ITERATIONS_PER_ROUND, max_rounds=MAX_ROUNDS,
-                 scoring_batch=SCORING_BATCH):
+                 scoring_batch=SCORING_BATCH, n_set_point_moves=N_SET_POINT_MOVES):
         self.space = space
         if n_random is None:
             n_random = N_RANDOM_SETS if getattr(space, "set_params", None) else N_RANDOM
@@ -106,6 +119,9 @@ class MixedAcquisitionOptimizer:
         self.lbfgs_iterations_per_round = int(lbfgs_iterations_per_round)
         self.max_rounds = int(max_rounds)
         self.scoring_batch = int(scoring_batch)
+        self.n_set_point_moves = int(n_set_point_moves)
+        if self.n_set_point_moves < 0:
+            raise ValueError(f"n_set_point_moves must be >= 0, got n_set_point_moves={n_set_point_moves!r}")
         for name in ("n_random", "n_starts", "max_rounds", "scoring_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {name}={getattr(self, name)!r}")
@@ -124,7 +140,10 @@ class MixedAcquisitionOptimizer:
         rng : numpy Generator
         """
         candidates = np.vstack([self.space.sample_encoded(self.n_random, seed=rng), self._spray(incumbent, rng)])
-        return self._optimize_from(gp, acquisition, candidates, self.n_starts, exclude, rng)
+        moves = None
+        if getattr(self.space, "set_params", None) and self.n_set_point_moves:
+            moves = self._set_point_moves(gp, incumbent, rng)
+        return self._optimize_from(gp, acquisition, candidates, self.n_starts, exclude, rng, moves, N_SET_MOVE_STARTS)
 
     def optimize_next(self, gp, acquisition, previous, exclude, rng):
         """The next point of a batch (``ask(n)``), at a fraction of ``optimize``'s cost.
@@ -140,14 +159,22 @@ class MixedAcquisitionOptimizer:
         n_starts = max(1, int(round(self.n_starts * BATCH_STARTS_FRACTION)))
         return self._optimize_from(gp, acquisition, candidates, n_starts, exclude, rng)
 
-    def _optimize_from(self, gp, acquisition, candidates, n_starts, exclude, rng):
-        """Score ``candidates``, run the local search from the best ``n_starts`` distinct ones, and return the best
-        point that is not excluded."""
+    def _optimize_from(self, gp, acquisition, candidates, n_starts, exclude, rng, extra=None, n_extra_starts=0):
+        """Score ``candidates``, run the local search from the best ``n_starts`` distinct ones (and from the best
+        ``n_extra_starts`` of ``extra``, ranked apart), and return the best point that is not excluded."""
         space = self.space
         exclude = np.asarray(exclude, dtype=float).reshape(-1, space.n_dims)
         values = self._score(gp, acquisition, candidates)
         order = np.argsort(-values, kind="stable")
         starts = self._distinct_rows(candidates, order, n_starts)
+        if extra is not None and len(extra) and n_extra_starts:
+            extra_values = self._score(gp, acquisition, extra)
+            extra_order = np.argsort(-extra_values, kind="stable")
+            extra_starts = self._distinct_rows(extra, extra_order, n_extra_starts)
+            starts = np.concatenate([starts, len(candidates) + extra_starts])
+            candidates = np.vstack([candidates, extra])
+            values = np.concatenate([values, extra_values])
+            order = np.argsort(-values, kind="stable")
         X = candidates[starts].copy()
         start_values = values[starts].copy()
         X, acq, n_rounds = self._local_search(gp, acquisition, X, start_values.copy())
@@ -185,6 +212,35 @@ class MixedAcquisitionOptimizer:
                     S[row, col] = rng.choice(adjacent)
             space.enforce_conditions(S, rng, previously_active=active)
         return S
+
+    def _set_point_moves(self, gp, incumbent, rng):
+        """``n_set_point_moves`` copies of the best observed points (the incumbent and the next best of the
+        GP's training data), each with one point of one Set moved: relocated uniformly in the box (the first
+        half) or jittered by SPRAY_CONTINUOUS_STD (the second half).  Other coordinates stay as they are."""
+        space = self.space
+        parents = [] if incumbent is None else [np.asarray(incumbent, dtype=float)[None, :]]
+        X_train, y_train = getattr(gp, "X_train_", None), getattr(gp, "y_train_", None)
+        if X_train is not None and y_train is not None and len(X_train) == len(y_train):
+            parents.append(np.asarray(X_train)[np.argsort(np.asarray(y_train), kind="stable")[:SET_POINT_MOVE_PARENTS]])
+        if not parents:
+            return np.zeros((0, space.n_dims))
+        parents = np.vstack(parents)[:SET_POINT_MOVE_PARENTS]
+        n = self.n_set_point_moves
+        moved = parents[rng.integers(len(parents), size=n)].copy()
+        set_params = space.set_params
+        which_set = rng.integers(len(set_params), size=n)
+        relocate = np.arange(n) < n // 2
+        for s, param in enumerate(set_params):
+            rows = np.flatnonzero(which_set == s)
+            if not len(rows):
+                continue
+            columns = np.arange(space.n_dims)[space.column(param.name)].reshape(param.n_points, param.dim)
+            point_columns = columns[rng.integers(param.n_points, size=len(rows))]      # (rows, dim)
+            old = moved[rows[:, None], point_columns]
+            jittered = np.clip(old + rng.normal(0.0, SPRAY_CONTINUOUS_STD, old.shape), 0.0, 1.0)
+            new = np.where(relocate[rows, None], rng.random(old.shape), jittered)
+            moved[rows[:, None], point_columns] = new
+        return moved
 
     def _score(self, gp, acquisition, X):
         """Acquisition of many points, in batches (the cross-covariance runs in the backend).

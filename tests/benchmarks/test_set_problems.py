@@ -3,9 +3,9 @@ run on them are tested with the CLI, tests/cli/test_runners.py)."""
 import numpy as np
 import pytest
 
-from fastfm.benchmarks import KMeansInit, SetChamfer, SetCoverage, get_problem
+from fastfm.benchmarks import KMeansInit, SetChamfer, SetCoverage, SetDensity, SetPeriodic, get_problem
 
-SYNTHETIC = [SetCoverage, SetChamfer]
+SYNTHETIC = [SetCoverage, SetChamfer, SetPeriodic, SetDensity]
 
 
 @pytest.mark.parametrize("cls", SYNTHETIC)
@@ -38,5 +38,32 @@ def test_coverage_has_a_local_minimum_that_leaves_a_bump_uncovered():
 
 
 def test_problems_are_registered():
-    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit)):
+    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit),
+                      ("setperiodic", SetPeriodic), ("SetDensity", SetDensity)):
         assert isinstance(get_problem(name), cls)
+    assert get_problem("setdensity", n_points=20).space["points"].n_points == 20
+
+
+@pytest.mark.parametrize("cls", [SetPeriodic, SetDensity])
+def test_paper_synthetic_functions_are_the_mean_of_g_over_the_points(cls, rng):
+    problem = cls(n_points=7)
+    points = rng.uniform(-1.0, 1.0, (7, 2))
+    by_hand = np.mean([problem.point_value(p[None, :])[0] for p in points])
+    assert problem.set_value(points) == pytest.approx(by_hand, rel=1e-12)
+    # every point on a global minimiser of g is optimal: no point of g is lower
+    grid = np.stack(np.meshgrid(np.linspace(-1, 1, 201), np.linspace(-1, 1, 201)), axis=-1).reshape(-1, 2)
+    assert problem.point_value(grid).min() >= problem.optimum - 1e-12
+
+
+def test_paper_synthetic_functions_by_hand():
+    assert SetPeriodic(n_points=1).set_value(np.array([[0.25, -0.25]])) == pytest.approx(-1.0)
+    assert SetPeriodic(n_points=2).set_value(np.array([[0.25, -0.25], [0.0, 0.3]])) == pytest.approx(-0.5)
+    # at μ₁ the first density is 1/(2π σ₁²); the other components' tails add 0.4 %
+    density = SetDensity(n_points=1)
+    assert density.set_value(np.array([[0.5, 0.5]])) == pytest.approx(-1 / (2 * np.pi * 0.15 ** 2), rel=1e-2)
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
+def test_paper_synthetic_functions_reject_a_bad_n_points(bad):
+    with pytest.raises(ValueError, match=f"n_points must be a positive integer, got n_points={bad!r}"):
+        SetPeriodic(n_points=bad)

@@ -53,7 +53,7 @@ def test_exact_components_times_every_piece_of_the_exact_solver():
     assert all(float(row[2]) >= 0 and float(row[3]) >= 0 for row in rows)
 
 
-@pytest.mark.parametrize("method", ["set", "set-L2", "set-norm", "vector", "random"])
+@pytest.mark.parametrize("method", ["set", "set-L2", "set-norm", "vector", "split", "random"])
 def test_every_baseline_runs_and_records_the_budget(method):
     problem = SetCoverage()
     result = run_set_method(problem, method, budget=6, n_init=4, seed=0)

@@ -27,8 +27,8 @@ def backend(request):
     return request.param
 
 
-def random_kernel(space, rng, backend):
-    kernel = make_kernel("modlap", space, backend=backend)
+def random_kernel(space, rng, backend, **kwargs):
+    kernel = make_kernel("modlap", space, backend=backend, **kwargs)
     bounds = kernel.bounds
     kernel.theta = rng.uniform(bounds[:, 0] + 0.3 * np.ptp(bounds, axis=1), bounds[:, 0] + 0.6 * np.ptp(bounds, axis=1))
     return kernel
@@ -70,6 +70,24 @@ def test_gradient_reduction_matches_finite_differences(set_space, backend, rng):
     np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
     K, dK = kernel(X, eval_gradient=True)
     np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
+
+
+def test_learned_normalisation_in_the_product_meets_the_contract(set_space, backend, rng):
+    """set_space_kernel(..., normalize="learn"): one free power γ per Set, gradients through the product."""
+    from fastfm.kernels import set_space_kernel
+    kernel = set_space_kernel("modlap", set_space, backend=backend, normalize="learn")
+    names = [h.name for h in kernel.hyperparameters if not h.fixed]
+    assert sum(name.endswith("normalization") for name in names) == len(set_space.set_params)
+    bounds = kernel.bounds
+    kernel.theta = rng.uniform(bounds[:, 0] + 0.3 * np.ptp(bounds, axis=1), bounds[:, 0] + 0.6 * np.ptp(bounds, axis=1))
+    X = set_space.sample_encoded(15, seed=5)
+    K = kernel(X)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15 * np.abs(K).max())
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    W = rng.normal(size=(15, 15))
+    reduction = kernel.gradient_reduction(X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
 
 
 def test_input_gradient_matches_finite_differences(set_space, rng):

@@ -274,6 +274,68 @@ def test_normalised_kernel_contract(backend, n_subsample, rng):
         np.testing.assert_allclose(dK1[:, :, c], fd_input, rtol=1e-5, atol=1e-8)
 
 
+# ---------------------------------------------------------------------------- learned normalisation (issue 24 §4)
+@pytest.mark.parametrize("n_subsample", [None, 3])
+@pytest.mark.parametrize("power", [0.4, 1.0, 0.001])
+def test_learned_normalisation_contract(backend, n_subsample, power, rng):
+    X, Y = random_sets(rng, 30, 5, 2), rng.random((4, 5, 2))
+    kernel = SetKernel(lengthscale=[0.3, 0.6], variance=1.4, n_subsample=n_subsample, seed=1, normalize="learn",
+                       backend=backend)
+    assert [h.name for h in kernel.hyperparameters] == ["lengthscale", "variance", "normalization"]
+    kernel.normalization = power
+    K = kernel(X)
+    raw = SetKernel(lengthscale=[0.3, 0.6], n_subsample=n_subsample, seed=1, backend="numpy")
+    # K_γ = D K D with D = diag(δ^(−γ/2)), δ the plain kernel's diagonal
+    scale = raw.diag(X) ** (-power / 2)
+    np.testing.assert_allclose(K, 1.4 * scale[:, None] * raw(X) * scale[None, :], rtol=1e-12)
+    np.testing.assert_allclose(kernel.diag(X), np.diag(K), rtol=1e-12)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    np.testing.assert_allclose(kernel(X, Y), kernel(np.concatenate([X, Y]))[:30, 30:], rtol=1e-12)
+    # gradients over (log ℓ, log σ², log γ): fused reduction, eval_gradient, input gradient vs finite differences
+    W = rng.normal(size=(30, 30))
+    reduction = kernel.gradient_reduction(X, W)
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    assert reduction.shape == (4,)
+    np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    _, dK = kernel(X, eval_gradient=True)
+    np.testing.assert_allclose(np.einsum("ab,abj->j", W, dK), reduction, rtol=1e-10, atol=1e-12 * np.abs(fd).max())
+    X1 = X[:3]
+    K1, dK1 = kernel.gram_and_input_gradient(X1, Y)
+    flat = X1.reshape(3, -1)
+    for c in range(flat.shape[1]):
+        up, down = flat.copy(), flat.copy()
+        up[:, c] += 1e-6
+        down[:, c] -= 1e-6
+        fd_input = (kernel(up.reshape(X1.shape), Y) - kernel(down.reshape(X1.shape), Y)) / 2e-6
+        np.testing.assert_allclose(dK1[:, :, c], fd_input, rtol=1e-5, atol=1e-8)
+
+
+def test_learned_normalisation_spans_the_plain_and_the_normalised_kernel(rng):
+    X = random_sets(rng, 12, 6, 2)
+    learned = SetKernel(lengthscale=0.3, normalize="learn")
+    learned.normalization = 1.0
+    np.testing.assert_allclose(learned(X), SetKernel(lengthscale=0.3, normalize=True)(X), rtol=1e-14)
+    learned.normalization = 1e-3
+    plain = SetKernel(lengthscale=0.3)(X)
+    np.testing.assert_allclose(learned(X), plain, rtol=2e-2)
+    # the power is a fitted hyperparameter: theta holds log γ last, bounded by [1e-3, 1]
+    np.testing.assert_allclose(np.exp(learned.bounds[-1]), [1e-3, 1.0])
+    learned.theta = np.array([np.log(0.3), 0.0, np.log(0.25)])
+    assert learned.normalization == pytest.approx(0.25)
+
+
+def test_learned_normalisation_prior_and_bad_modes():
+    from fastfm.gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior
+    kernel = SetKernel(lengthscale=0.3, normalize="learn")
+    prior = default_hyperparameter_prior(kernel)
+    assert prior.mean[2] == pytest.approx(DEFAULT_LOG_PRIORS["normalization"][0])
+    for bad in ("yes", "Learn"):
+        with pytest.raises(ff.InvalidValueError, match=f"normalize must be one of .*got normalize={bad!r}"):
+            SetKernel(normalize=bad)
+    assert [h.name for h in SetKernel(normalize=True).hyperparameters] == ["lengthscale", "variance"]
+
+
 # ---------------------------------------------------------------------------- inner= (issue 5's API)
 @pytest.mark.parametrize("length_scale", [0.35, [0.3, 0.6]])
 def test_inner_matern52_is_the_set_kernel_of_its_hyperparameters(backend, length_scale, rng):
