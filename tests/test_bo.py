@@ -188,9 +188,10 @@ def test_default_prior_covers_the_hierarchical_kernel():
     assert prior.mean[0] == pytest.approx(np.log(0.7))
 
 
-def test_warm_refits_run_fewer_restarts_and_every_fifth_runs_all(monkeypatch):
-    """A refit after one more value runs WARM_RESTARTS random restarts; the first fit and the refits at multiples of
-    FULL_RESTARTS_EVERY told values run all n_restarts (what the GP regressor is given, counted at its fit)."""
+def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkeypatch):
+    """A refit after one more value runs WARM_RESTARTS random restarts; the first fit and the refits where the data
+    have grown by FULL_REFIT_GROWTH since the last full one run all n_restarts (what the GP regressor is given,
+    counted at its fit)."""
     from fastfm.bo import optimizer as optimizer_module
     from fastfm.gp import GaussianProcessRegressor
 
@@ -204,12 +205,15 @@ def test_warm_refits_run_fewer_restarts_and_every_fifth_runs_all(monkeypatch):
     monkeypatch.setattr(GaussianProcessRegressor, "fit", recording_fit)
     problem = Func2C()
     opt = ff.Optimizer(problem.space, n_init=3, seed=0, n_restarts=7, acq_options=FAST)
-    for _ in range(12):
+    for _ in range(16):
         x = opt.ask()
         opt.tell(x, problem(x))
-    every = optimizer_module.FULL_RESTARTS_EVERY
     assert given, "the model was never fitted"
     assert given[0] == (3, 7)                                   # the first fit: all restarts
-    for n_told, n_restarts in given[1:]:
-        assert n_restarts == (7 if n_told % every == 0 else optimizer_module.WARM_RESTARTS), (n_told, n_restarts)
-    assert {n for n, _ in given[1:]} >= {5, 6, 10}
+    full = {n for n, n_restarts in given[1:] if n_restarts == 7}
+    assert all(n_restarts in (7, optimizer_module.WARM_RESTARTS) for _, n_restarts in given[1:])
+    # the full refits are where floor(log n / log 1.25) steps up: 4, 5, 6, 8, 10, 12, 15 (told values)
+    assert full == {n for n, _ in given[1:] if n in (4, 5, 6, 8, 10, 12, 15)}
+    assert {7, 9, 11, 13, 14} <= {n for n, r in given[1:] if r == optimizer_module.WARM_RESTARTS}
+    # and on: each full refit a quarter more data than the last
+    assert [n for n in range(16, 30) if optimizer_module._is_full_refit(n)] == [19, 23, 29]
