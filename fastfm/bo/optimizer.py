@@ -599,14 +599,15 @@ class Optimizer(_TrialRecords):
         return result.x
 
 
-# A warm-started refit (one more value told since the last fit) runs WARM_RESTARTS random restarts next to the
+# A warm-started refit (one more value told since the last fit) runs WARM_RESTARTS random restart next to the
 # warm start and the kernel's θ; the first fit, and each refit at which the data have grown by a factor of
 # FULL_REFIT_GROWTH since the last such refit, runs all n_restarts.  The previous optimum is most often still the
 # optimum after one more point (Optuna's GPSampler refits from it alone); the periodic full fit lets a run leave a
 # mode it has outgrown.  A geometric schedule (10, 12, 15, 19, 23, 29, ... 87, 109, 136 told values) rather than
-# every 5th: at 100 observations a full fit took 0.30 s against 0.05 s warm on Func3C, so every 5th made the
-# average suggestion 1.5-1.9x GPSampler's (issue 24 §3; docs/benchmarks/suggestion.md, "Fewer restarts of a warm fit").
-WARM_RESTARTS = 2
+# every 5th, and 1 warm restart rather than 2: at 100 observations a full fit took 0.30 s against 0.05 s warm on
+# Func3C, and the two kept the average suggestion 1.3-1.9x GPSampler's; 40 seeds at 60 evaluations and 5 at 200
+# measured them level (issue 24 §3; docs/benchmarks/suggestion.md, "Fewer restarts of a warm fit").
+WARM_RESTARTS = 1
 FULL_REFIT_GROWTH = 1.25
 
 
