@@ -203,7 +203,7 @@ class _AdditiveLikelihoodTerms:
         # the components' fast paths read only their structure (every θ is given to ``gram``): nothing is set
         # on the shared components, which the GP's restarts build these from in parallel threads
         self.selections = kernel._selections()
-        self.n_all = int(sum(len(s) for s in self.selections))
+        self._chain = kernel._chain
         self.parts = [kernel._product._likelihood_terms(X)] + [
             term.kernel._likelihood_terms(term._select(X)) for term in kernel._terms]
 
@@ -215,10 +215,7 @@ class _AdditiveLikelihoodTerms:
         return K
 
     def reduction(self, W):
-        out = np.zeros(self.n_all)
-        for part, selection in zip(self.parts, self.selections):
-            out[selection] = part.reduction(W)
-        return out
+        return self._chain([part.reduction(W) for part in self.parts])
 
 
 def _unconditional(parameter):

@@ -307,7 +307,7 @@ class SetKernel(Kernel):
     # ---- hyperparameters ------------------------------------------------------------
     def _hyperparameter_specs(self):
         specs = [("lengthscale", int(np.size(self.lengthscale))), ("variance", 1)]
-        return specs + [("normalization", 1)] if self.normalize == "learn" else specs
+        return specs + [("normalization", 1)] if self._learns_normalization else specs
 
     @property
     def _learns_normalization(self):
