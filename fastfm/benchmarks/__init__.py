@@ -6,7 +6,7 @@
 
 The hyperparameter problems ("svm", "xgboost", "modelselection") and "kmeansinit" need ``pip install fastfm[bench]``.
 "deepbranch" and "modelselection" have conditional spaces (SPEC §3); set-valued problems
-("setcoverage", "setchamfer", "kmeansinit", "setperiodic", "setdensity") are in ``fastfm.benchmarks.sets`` (SPEC §4).
+("setcoverage", "setchamfer", "kmeansinit", "pmedian", "setperiodic", "setdensity") are in ``fastfm.benchmarks.sets`` (SPEC §4).
 The problems of 20-60 variables from the combinatorial and mixed BO literature (``LARGE_PROBLEMS``:
 "contamination", "labs", "isingsparsification", "maxsatweighted", "mixed10c20n") are in
 ``fastfm.benchmarks.combinatorial``.
@@ -15,13 +15,13 @@ from .base import LARGE_PROBLEMS, PROBLEMS, Problem, get_problem
 from .combinatorial import LABS, Contamination, IsingSparsification, MaxSATWeighted, Mixed10C20N
 from .conditional import DeepBranch, ModelSelection
 from .hpo import SVM, XGBoost
-from .sets import KMeansInit, SetChamfer, SetCoverage, SetDensity, SetPeriodic
+from .sets import KMeansInit, PMedian, SetChamfer, SetCoverage, SetDensity, SetPeriodic
 from .synthetic import Ackley5C, Func2C, Func3C, beale, rosenbrock, six_hump_camel
 
 __all__ = [
     "Problem", "PROBLEMS", "LARGE_PROBLEMS", "get_problem",
     "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost", "DeepBranch", "ModelSelection", "SetCoverage", "SetChamfer",
-    "KMeansInit", "SetPeriodic", "SetDensity", "Contamination", "LABS", "IsingSparsification", "MaxSATWeighted",
+    "KMeansInit", "PMedian", "SetPeriodic", "SetDensity", "Contamination", "LABS", "IsingSparsification", "MaxSATWeighted",
     "Mixed10C20N",
     "rosenbrock", "six_hump_camel", "beale",
 ]

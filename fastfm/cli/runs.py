@@ -249,7 +249,7 @@ def add_parser(commands):
     """``bench``: the flags of ``fastfm bench``, unchanged."""
     b = commands.add_parser("bench", help="run BO on a built-in benchmark problem")
     b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, setcoverage, "
-                                   "setchamfer, kmeansinit, setperiodic, setdensity; with 24-60 variables: "
+                                   "setchamfer, kmeansinit, pmedian, setperiodic, setdensity; with 24-60 variables: "
                                    "contamination, labs, isingsparsification, maxsatweighted, mixed10c20n")
     b.add_argument("--kernel", default="modlap",
                    help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "

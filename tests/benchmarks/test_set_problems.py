@@ -3,9 +3,9 @@ run on them are tested with the CLI, tests/cli/test_runners.py)."""
 import numpy as np
 import pytest
 
-from fastfm.benchmarks import KMeansInit, SetChamfer, SetCoverage, SetDensity, SetPeriodic, get_problem
+from fastfm.benchmarks import KMeansInit, PMedian, SetChamfer, SetCoverage, SetDensity, SetPeriodic, get_problem
 
-SYNTHETIC = [SetCoverage, SetChamfer, SetPeriodic, SetDensity]
+SYNTHETIC = [SetCoverage, SetChamfer, PMedian, SetPeriodic, SetDensity]
 
 
 @pytest.mark.parametrize("cls", SYNTHETIC)
@@ -38,10 +38,36 @@ def test_coverage_has_a_local_minimum_that_leaves_a_bump_uncovered():
 
 
 def test_problems_are_registered():
-    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit),
+    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit), ("PMedian", PMedian),
                       ("setperiodic", SetPeriodic), ("SetDensity", SetDensity)):
         assert isinstance(get_problem(name), cls)
     assert get_problem("setdensity", n_points=20).space["points"].n_points == 20
+
+
+def test_pmedian_best_known_set_is_a_fixed_point_of_cooper_location_allocation():
+    """Each best-known facility is the Weiszfeld (geometric) median of the demand it serves, and no facility
+    serves nobody: moving any one facility a little in any direction makes f worse."""
+    problem = PMedian()
+    facilities = problem.best_known
+    served = problem.distances(facilities).argmin(axis=1)
+    for i, x in enumerate(facilities):
+        demand = problem.demand[served == i]
+        assert len(demand) > 0
+        weights = 1.0 / np.linalg.norm(demand - x, axis=1)
+        assert np.allclose(weights @ demand / weights.sum(), x, atol=1e-8)       # Weiszfeld's update stays put
+        for step in ([1e-3, 0], [0, 1e-3], [-1e-3, 0], [0, -1e-3]):
+            moved = facilities.copy()
+            moved[i] += step
+            assert problem.set_value(moved) > problem.optimum
+    # the demand is fixed: two constructions agree, and it lies in the unit square
+    assert np.array_equal(PMedian().demand, problem.demand)
+    assert problem.demand.shape == (280, 2) and problem.demand.min() >= 0.0 and problem.demand.max() <= 1.0
+
+
+def test_pmedian_by_hand():
+    problem = PMedian()
+    one_corner = np.zeros((6, 2))                      # every facility at the origin: mean distance to it
+    assert problem.set_value(one_corner) == pytest.approx(np.linalg.norm(problem.demand, axis=1).mean(), rel=1e-12)
 
 
 @pytest.mark.parametrize("cls", [SetPeriodic, SetDensity])
