@@ -20,7 +20,7 @@ from fastfm.gp import GaussianProcessRegressor
 from fastfm.gp.priors import default_hyperparameter_prior
 from fastfm.kernels import Matern52, set_space_kernel
 
-PROBLEMS = {"setcoverage": {}, "setchamfer": {}, "kmeansinit": {}, "setperiodic": {}, "setdensity": {},
+PROBLEMS = {"setcoverage": {}, "setchamfer": {}, "kmeansinit": {}, "pmedian": {}, "setperiodic": {}, "setdensity": {},
             "setperiodic-m20": {"n_points": 20}, "setdensity-m20": {"n_points": 20}}
 
 
@@ -42,6 +42,8 @@ def surrogate_kernels(problem, variants):
             kernel = set_space_kernel("matern52", problem.space, normalize="learn")
         elif variant == "set":
             kernel = set_space_kernel("matern52", problem.space, normalize=False)
+        elif variant == "set-mmd":
+            kernel = set_space_kernel("matern52", problem.space, normalize="mmd")
         else:
             raise ValueError(f"unknown variant {variant!r}")
         kernels[spec] = (kernel, overrides)
@@ -73,7 +75,7 @@ def score(kernel, X, y, X_test, y_test, seed, overrides=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--problems", default=",".join(PROBLEMS))
-    parser.add_argument("--variants", default="set-norm,set,set-learn,vector")
+    parser.add_argument("--variants", default="set-norm,set,set-learn,set-mmd,vector")
     parser.add_argument("--n", default="20,40,60")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--json")

@@ -22,7 +22,7 @@ from ..space import Real, Space
 __all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
 
 #: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
-SET_METHODS = ("set", "set-L<L>", "set-norm", "set-learn", "vector", "split", "random", "kmeans++")
+SET_METHODS = ("set", "set-L<L>", "set-norm", "set-learn", "set-mmd", "set-norm+mmd", "vector", "split", "random", "kmeans++")
 
 
 class _PrunedObjective:
@@ -196,7 +196,8 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     problem : SetCoverage, SetChamfer or KMeansInit
     method : str
         "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "set-learn" (the normalisation's power fitted:
-        ``SetKernel(normalize="learn")``), "vector", "split" (m independent BOs, one per
+        ``SetKernel(normalize="learn")``), "set-mmd" (``MMDSetKernel``: a Gaussian of the distance between
+        the sets' mean embeddings), "set-norm+mmd" (their sum), "vector", "split" (m independent BOs, one per
         point: the set-BO paper's Split baseline), "random" or "kmeans++" (KMeansInit only).
     budget, n_init, seed : int
     acq_options : dict, optional
@@ -233,10 +234,11 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     if match:
         kernel = set_space_kernel("matern52", problem.space, n_subsample=int(match.group(1)), seed=seed,
                                   normalize=False)
-    elif method in ("set", "set-norm", "set-learn"):
-        # "set-norm": K/√(K(X,X) K(X',X')); "set-learn": the power of that normalisation fitted
-        kernel = set_space_kernel("matern52", problem.space,
-                                  normalize={"set": False, "set-norm": True, "set-learn": "learn"}[method])
+    elif method in ("set", "set-norm", "set-learn", "set-mmd", "set-norm+mmd"):
+        # "set-norm": K/√(K(X,X) K(X',X')); "set-learn": the power of that normalisation fitted;
+        # "set-mmd": exp(−MMD²/2ρ²) of the mean embeddings; "set-norm+mmd": the sum of the two
+        normalize = {"set": False, "set-norm": True, "set-learn": "learn"}.get(method, method[len("set-"):])
+        kernel = set_space_kernel("matern52", problem.space, normalize=normalize)
     elif method == "random":
         kernel = "random"
     else:
@@ -254,7 +256,8 @@ def add_parser(commands):
     b.add_argument("--kernel", default="modlap",
                    help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
                         "NAME-flat runs NAME on the flattened conditional space; "
-                        "set problems: set, set-L<L>, set-norm, vector, split, random, kmeans++ (kmeansinit)")
+                        "set problems: set, set-L<L>, set-norm, set-learn, set-mmd, set-norm+mmd, vector, split, random, "
+                        "kmeans++ (kmeansinit)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

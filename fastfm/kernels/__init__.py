@@ -5,7 +5,7 @@ from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
 from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
 from .hierarchical import Hierarchical
-from .sets import SetKernel, SpaceProduct, SubspaceKernel
+from .sets import MMDSetKernel, SetKernel, SpaceProduct, SubspaceKernel
 from ._factory import make_kernel, set_space_kernel
 
 __all__ = [
@@ -13,6 +13,6 @@ __all__ = [
     "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel", "AdditiveFM",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
     "RBF", "Matern52", "Hierarchical",
-    "SetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
+    "SetKernel", "MMDSetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
     "make_kernel",
 ]

@@ -3,6 +3,7 @@
 The two call each other (a set space's kernel names its kernel on the other parameters), so they live
 together, above the kernel modules they build from.
 """
+from ..exceptions import InvalidValueError
 from ..space import Space
 from ._space_kernel import VARIANCE_BOUNDS
 from .additive import AdditiveFM
@@ -11,7 +12,7 @@ from .baselines import AddDif, AddLap, ProdDif, ProdLap
 from .continuous import RBF, Matern52
 from .fm import FMKernel, ModDif, ModLap, ModNN
 from .hierarchical import Hierarchical
-from .sets import SetKernel, SpaceProduct, SubspaceKernel
+from .sets import MMDSetKernel, SetKernel, SpaceProduct, SpaceSum, SubspaceKernel
 
 __all__ = ["make_kernel", "set_space_kernel"]
 
@@ -37,6 +38,10 @@ def make_kernel(kernel, space, **kwargs):
     return _BY_NAME[kernel.lower()](space, **kwargs)
 
 
+# The string values of set_space_kernel's ``normalize`` (besides False and True)
+SET_KERNEL_FORMS = ("learn", "mmd", "norm+mmd")
+
+
 def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=0, normalize=True, **kwargs):
     """The default kernel of a space with ``Set`` parameters: a PRODUCT of factors.
 
@@ -55,8 +60,16 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
     ``normalize="learn"`` fits the power γ of K/(K(X,X) K(X',X'))^(γ/2) with the other hyperparameters
     (``SetKernel``): on objectives that sum a function over the set's points (the set-BO paper's
     synthetic functions) the normalisation hurts and the learned power matches or beats both fixed
-    choices (docs/benchmarks/sets.md, "Issue 24 §4").
+    choices (docs/benchmarks/sets.md, "Issue 24 §4").  ``normalize="mmd"`` gives each Set an
+    ``MMDSetKernel`` instead, a Gaussian of the distance between the sets' mean embeddings, which models
+    objectives whose points interact (coverage, the p-median) that the set kernel's linear form cannot.
+    ``normalize="norm+mmd"`` gives each Set the SUM of the normalised set kernel and the MMD kernel, each with
+    its own amplitude (the first fixed at 1 when another factor holds the amplitude), so the fit weighs the
+    two forms (docs/benchmarks/sets.md, "The MMD set kernel").
     """
+    if not (normalize in (False, True) or (isinstance(normalize, str) and normalize in SET_KERNEL_FORMS)):
+        raise InvalidValueError(f"normalize must be one of (False, True, {', '.join(map(repr, SET_KERNEL_FORMS))}), "
+                                f"got normalize={normalize!r}", "normalize", normalize)
     others = [p for p in space.parameters if p not in space.set_params]
     factors = []
     if others:
@@ -68,8 +81,15 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
         factors.append(SubspaceKernel(make_kernel(name, sub, backend=backend, **kwargs), space))
     for p in space.set_params:
         fixed = "fixed" if factors else VARIANCE_BOUNDS
-        factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, n_subsample=n_subsample,
-                                 seed=seed, normalize=normalize, backend=backend))
+        common = dict(space=space, parameter=p.name, n_subsample=n_subsample, seed=seed, backend=backend)
+        if normalize == "mmd":
+            factors.append(MMDSetKernel(variance_bounds=fixed, **common))
+        elif normalize == "norm+mmd":
+            factors.append(SpaceSum(SetKernel(variance_bounds=fixed, normalize=True, **common),
+                                    MMDSetKernel(variance_bounds=VARIANCE_BOUNDS, **common), space))
+        else:
+            factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, n_subsample=n_subsample,
+                                     seed=seed, normalize=normalize, backend=backend))
     kernel = factors[0]
     for factor in factors[1:]:
         kernel = SpaceProduct(kernel, factor, space)

@@ -7,7 +7,7 @@ from test_backend_parity import assert_close
 
 import fastfm as ff
 from fastfm._backends import numpy_backend
-from fastfm.kernels import SetKernel
+from fastfm.kernels import MMDSetKernel, SetKernel, set_space_kernel
 from fastfm.kernels.sets import draw_subsample, subsample_sets
 
 BACKENDS = ["numpy", "cpp"]
@@ -325,6 +325,86 @@ def test_learned_normalisation_prior_and_bad_modes():
         with pytest.raises(ff.InvalidValueError, match=f"normalize must be one of .*got normalize={bad!r}"):
             SetKernel(normalize=bad)
     assert [h.name for h in SetKernel(normalize=True).hyperparameters] == ["lengthscale", "variance"]
+
+
+# ---------------------------------------------------------------------------- MMD set kernel (issue 24 §4)
+@pytest.mark.parametrize("n_subsample", [None, 3])
+@pytest.mark.parametrize("lengthscale", [0.3, [0.3, 0.6]])
+def test_mmd_kernel_contract(backend, n_subsample, lengthscale, rng):
+    X, Y = random_sets(rng, 30, 5, 2), rng.random((4, 5, 2))
+    kernel = MMDSetKernel(lengthscale=lengthscale, variance=1.4, mmd_lengthscale=0.4, n_subsample=n_subsample,
+                          seed=1, backend=backend)
+    assert [h.name for h in kernel.hyperparameters] == ["lengthscale", "variance", "mmd_lengthscale"]
+    K = kernel(X)
+    # the definition: σ² exp(−MMD²/2ρ²), MMD² from the plain set kernel E (the mean embeddings' inner product)
+    E = SetKernel(lengthscale=lengthscale, n_subsample=n_subsample, seed=1, backend="numpy")(X)
+    mmd2 = np.diag(E)[:, None] + np.diag(E)[None, :] - 2 * E
+    np.testing.assert_allclose(K, 1.4 * np.exp(-np.maximum(mmd2, 0) / (2 * 0.4 ** 2)), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(kernel.diag(X), np.full(30, 1.4))
+    np.testing.assert_allclose(np.diag(K), np.full(30, 1.4), rtol=1e-12)
+    np.testing.assert_allclose(K, K.T, rtol=0, atol=1e-15)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    np.testing.assert_allclose(kernel(X, Y), kernel(np.concatenate([X, Y]))[:30, 30:], rtol=1e-12)
+    # the same set in another order (random_sets puts one at row 2) is the same point: K = σ²
+    if n_subsample is None:
+        assert K[0, 2] == pytest.approx(1.4, rel=1e-12)
+    _check_gradients_against_finite_differences(kernel, X, Y, rng)
+
+
+def test_mmd_kernel_is_permutation_invariant_and_not_linear_in_the_embeddings(rng):
+    X = random_sets(rng, 8, 6, 2)
+    kernel = MMDSetKernel(lengthscale=0.3, mmd_lengthscale=0.3)
+    shuffled = np.stack([x[rng.permutation(6)] for x in X])
+    np.testing.assert_allclose(kernel(shuffled), kernel(X), rtol=1e-12)
+    # a Gaussian of the embedding distance: with ρ large it tends to a constant, with ρ small to δ(X, X')
+    wide, narrow = MMDSetKernel(lengthscale=0.3, mmd_lengthscale=100.0), MMDSetKernel(lengthscale=0.3,
+                                                                                       mmd_lengthscale=1e-3)
+    np.testing.assert_allclose(wide(X), 1.0, atol=1e-4)
+    np.testing.assert_allclose(narrow(X)[~np.eye(8, dtype=bool) & ~np.isclose(narrow(X), 1.0)], 0.0, atol=1e-12)
+
+
+def test_mmd_kernel_on_a_space_and_through_set_space_kernel(rng):
+    from fastfm.gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Set("points", n_points=4, dim=2, low=0.0, high=1.0)])
+    kernel = set_space_kernel("matern52", space, normalize="mmd")
+    assert any(isinstance(k, MMDSetKernel) for k in (kernel.k1, kernel.k2))
+    X = space.sample_encoded(20, seed=3)
+    K = kernel(X)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    prior = default_hyperparameter_prior(kernel)
+    names = [h.name for h in kernel.hyperparameters if not h.fixed]
+    assert prior.mean[names.index("k2__mmd_lengthscale")] == pytest.approx(DEFAULT_LOG_PRIORS["mmd_lengthscale"][0])
+    # input gradient on the encoded space (unit-scaled set coordinates) against finite differences
+    _, dK = kernel.gram_and_input_gradient(X[:2], X[5:9])
+    for c in range(space.n_continuous):
+        up, down = X[:2].copy(), X[:2].copy()
+        up[:, c] += 1e-6
+        down[:, c] -= 1e-6
+        np.testing.assert_allclose(dK[:, :, c], (kernel(up, X[5:9]) - kernel(down, X[5:9])) / 2e-6, rtol=1e-5,
+                                   atol=1e-8)
+    bad_form = r"normalize must be one of \(False, True, 'learn', 'mmd', 'norm\+mmd'\), got normalize='MMD'"
+    with pytest.raises(ff.InvalidValueError, match=bad_form):
+        set_space_kernel("matern52", space, normalize="MMD")
+
+
+def test_sum_of_the_normalised_and_the_mmd_set_kernel(rng):
+    space = ff.Space([ff.Set("points", n_points=4, dim=2, low=0.0, high=1.0)])
+    kernel = set_space_kernel("matern52", space, normalize="norm+mmd")
+    # both amplitudes free when the set is the only factor; the names are the Sum's k1__/k2__
+    names = [h.name for h in kernel.hyperparameters if not h.fixed]
+    assert names == ["k1__lengthscale", "k1__variance", "k2__lengthscale", "k2__variance", "k2__mmd_lengthscale"]
+    kernel.theta = rng.uniform(-1.0, 0.5, kernel.n_theta)
+    X = space.sample_encoded(25, seed=4)
+    np.testing.assert_allclose(kernel(X), kernel.k1(X) + kernel.k2(X), rtol=1e-14)
+    K = kernel(X)
+    assert np.linalg.eigvalsh(K).min() >= -1e-10 * np.trace(K)
+    W = rng.normal(size=(25, 25))
+    fd = _finite_difference_of_weighted_sum(kernel, X, W)
+    np.testing.assert_allclose(kernel.gradient_reduction(X, W), fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+    # beside another factor the normalised term's amplitude is fixed (the product's first factor holds it)
+    mixed = ff.Space([ff.Real("x", 0.0, 1.0), ff.Set("points", n_points=4, dim=2, low=0.0, high=1.0)])
+    names = [h.name for h in set_space_kernel("matern52", mixed, normalize="norm+mmd").hyperparameters if not h.fixed]
+    assert "k2__k1__variance" not in names and "k2__k2__variance" in names
 
 
 # ---------------------------------------------------------------------------- inner= (issue 5's API)
