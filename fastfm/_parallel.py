@@ -8,14 +8,15 @@ calls on one thread (``config_context(num_threads=1)``, threadpoolctl), so the
 cores are not oversubscribed.
 """
 import contextlib
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._config import config_context, get_config
 
-__all__ = ["thread_map", "available_cores", "available_memory"]
+__all__ = ["thread_map", "single_threaded_blas", "available_cores", "available_memory"]
 
 # Where Linux reports the memory a container may use (cgroup v2, then v1): (limit, usage) files.
 _CGROUP_MEMORY_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current",
@@ -23,6 +24,19 @@ _CGROUP_MEMORY_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.cur
                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
                          "/sys/fs/cgroup/memory/memory.stat"))
 _MEMINFO = "/proc/meminfo"
+
+
+@functools.lru_cache(maxsize=None)
+def _blas_controller():
+    # One scan of the loaded libraries per process: ``threadpool_limits`` rescans them (it reads
+    # /proc/self/maps) at every call, 0.3 ms, and one suggestion enters a BLAS limit about five times.
+    # The BLAS that numpy and scipy use is loaded by the time fastfm runs any of its code.
+    return ThreadpoolController()
+
+
+def single_threaded_blas():
+    """Context with BLAS on one thread (threadpoolctl), for work on small matrices or inside a thread pool."""
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
 def available_cores():
@@ -93,6 +107,6 @@ def thread_map(n_items, parallel=True, max_workers=None):
     if not parallel or workers < 2:
         yield lambda function, items: [function(item) for item in items]
         return
-    with config_context(num_threads=1), threadpool_limits(limits=1, user_api="blas"), \
+    with config_context(num_threads=1), single_threaded_blas(), \
             ThreadPoolExecutor(workers) as pool:
         yield lambda function, items: list(pool.map(function, items))

@@ -26,8 +26,8 @@ import time
 import warnings
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from .._parallel import single_threaded_blas
 from .._version import __version__
 from ..acquisition import acquisition_function
 from ..exceptions import FastFMError, InvalidConfigError, InvalidValueError, StorageError, TrialStateError
@@ -367,7 +367,7 @@ class Optimizer(_TrialRecords):
         # The suggestion works on small matrices (n_obs × n_obs, batches of candidates): one
         # BLAS thread is far faster there than several spinning ones (see pyproject.toml).
         self._batch_candidates = None     # the 2nd, 3rd, ... model point of this call start from the previous one's
-        with threadpool_limits(limits=1, user_api="blas"), self._locked():
+        with single_threaded_blas(), self._locked():
             self._sync()
             if total_limit is not None:
                 n = min(n, total_limit - self.n_told - len(self._pending))
@@ -587,7 +587,7 @@ class Optimizer(_TrialRecords):
         incumbent = self._X[ok][int(np.argmin(values[ok]))]
         pending = self._pending_points()
         model = fantasy.condition_on(gp, pending, self.pending_strategy)
-        acquisition = acquisition_function(self.acquisition, gp.best_y_standardized_)
+        acquisition = acquisition_function(self.acquisition, model.best_y_standardized_)
         excluded = self._excluded(pending)
         if self._batch_candidates is None:
             result = self._acq_optimizer.optimize(model, acquisition, incumbent, excluded, self._rng)

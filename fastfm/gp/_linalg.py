@@ -7,6 +7,7 @@ import math
 import numpy as np
 from scipy.linalg.lapack import dpotrf
 
+from .. import _parallel
 from ..exceptions import NotPositiveDefiniteError
 
 # Jitter added to the diagonal, as a multiple of the mean diagonal of K + noise·I, tried in this order
@@ -26,14 +27,10 @@ _SERIAL_BLAS_MAX_N = 2000
 
 
 def _serial_blas(n):
-    """Context limiting BLAS to one thread for an n-point fit (needs threadpoolctl; a no-op without it)."""
+    """Context limiting BLAS to one thread for an n-point fit."""
     if n > _SERIAL_BLAS_MAX_N:
         return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: scikit-learn depends on it, fastfm does not
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    return _parallel.single_threaded_blas()
 
 
 class JitterWarning(RuntimeWarning):

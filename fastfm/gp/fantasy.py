@@ -44,8 +44,11 @@ def condition_on(model, X_pending, strategy="believer"):
     Returns
     -------
     A shallow copy of ``model`` whose ``X_train_``, ``y_train_``, ``L_`` and ``alpha_`` include the k
-    pending points (hyperparameters, noise and ``best_y_standardized_`` unchanged), or ``model`` itself
-    when there is nothing to add or the fit is not exact.
+    pending points (hyperparameters and noise unchanged), or ``model`` itself when there is nothing to
+    add or the fit is not exact.  Its ``best_y_standardized_`` counts the fantasy values as observations
+    (Ginsbourger et al.: the believer's values are treated as real ones): where the mean at a pending point
+    lies below the best value seen, expected improvement next to it would otherwise stay as large as
+    before, and the next point of a batch lands beside it.
     """
     if strategy not in FANTASY_STRATEGIES:
         raise ValueError(f"strategy must be one of {list(FANTASY_STRATEGIES)}, got strategy={strategy!r}")
@@ -81,4 +84,5 @@ def condition_on(model, X_pending, strategy="believer"):
     fantasy.L_ = L_new
     fantasy.alpha_ = alpha
     fantasy.n_pending_ = k
+    fantasy.best_y_standardized_ = min(float(model.best_y_standardized_), float(np.min(y_pending)))
     return fantasy

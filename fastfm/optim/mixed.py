@@ -34,15 +34,19 @@ from ..exceptions import FastFMError
 __all__ = ["MixedAcquisitionOptimizer", "SearchSpaceExhaustedError", "AcquisitionResult"]
 
 # --- tuning constants (SPEC §5 / paper Supp. D.1 unless noted) -------------------------
-# Uniformly random points scored to pick starts.  The paper scores 100,000 (SPEC §5); 10,000 (issue 24 §3)
-# found the same acquisition maximum, to 4e-6, in 48 of 48 fitted models (8 problems of 4-60 variables, 30
-# and 80 observations, 3 seeds: the local search from 40 starts reaches it either way) in a fifth of the time:
-# scoring was most of a suggestion on the 25-60-variable problems (docs/benchmarks/suggestion.md, "Cheaper
-# acquisition").  Optuna's GPSampler scores 2,048, BoTorch's optimize_acqf 1,024 raw samples.
-N_RANDOM = 10_000
+# Uniformly random points scored to pick starts, and the best of them (with the spray points) that start the
+# local search.  The paper scores 100,000 (SPEC §5); issue 24 §3 took it to 10,000 with 40 starts, then to
+# Optuna GPSampler's 2,048 and 10 (BoTorch's optimize_acqf: 1,024 raw samples, 20 restarts): on 30 fitted models
+# (Func2C, Func3C, Ackley5C, Contamination, Mixed10C20N; 30 and 80 observations; 3 seeds) the local search
+# reached the same acquisition maximum as from 10,000 and 40 in 29 (one 0.006 lower in log-EI), in 0.4-0.6 of
+# the time, and BO runs were level in sample efficiency (docs/benchmarks/suggestion.md, "Cheaper acquisition").
+N_RANDOM = 2_048
+N_STARTS = 10
 # ... on a space with Set parameters: each score costs O(n_obs·m²·d) there, and uniformly random sets in an
-# m·d-dimensional box are poor starts next to the spray points and L-BFGS-B
+# m·d-dimensional box are poor starts next to the spray points and L-BFGS-B; the 40 starts of the set
+# measurements of issue 24 §4 (asv_benchmarks/sets/acquisition_gap.py) stay
 N_RANDOM_SETS = 10_000
+N_STARTS_SETS = 40
 N_SPRAY = 50              # points around the incumbent, to encourage exploitation
 # On a space with Set parameters, candidates that move ONE point of one of the best observed sets (issue 24 §4):
 # half relocate it uniformly in the box, half jitter it by SPRAY_CONTINUOUS_STD.  Random sets and the spray
@@ -54,11 +58,14 @@ SET_POINT_MOVE_PARENTS = 5    # the incumbent and the next best observed sets ar
 # together, the moves (all near the incumbent) displaced the random starts that reach other modes, and the
 # search ended lower on 3 of 12 fitted models (asv_benchmarks/sets/acquisition_gap.py)
 N_SET_MOVE_STARTS = 10
-N_STARTS = 40             # best scored points used as starts of the local search
-# The 2nd, 3rd, ... point of one ask(n): the previous point's candidates re-scored, plus this fraction of the
-# random points and of the starts (ask(n=8) at 200 observations: see docs/benchmarks/parallel.md)
-BATCH_RANDOM_FRACTION = 1 / 16
-BATCH_STARTS_FRACTION = 1 / 5
+# The 2nd, 3rd, ... point of one ask(n): the previous point's candidates re-scored, plus this many random points,
+# and this many starts, at most (1/16 and 1/5 of the 10,000 and 40 of ask(n=8) at 200 observations in
+# docs/benchmarks/parallel.md)
+BATCH_N_RANDOM = 625
+BATCH_N_STARTS = 8
+# Best-scored candidates kept next to the local optima: the fallback when every local optimum is excluded, and
+# the next batch point's candidates (4 × the 40 starts these were measured with)
+N_SCORED_KEPT = 160
 SCORING_BATCH = 4_096     # rows of the cross-covariance scored at once (memory ~ batch × n_obs)
 SPRAY_CONTINUOUS_STD = 0.05   # std of the Gaussian move of spray points in the unit cube (our choice)
 # L-BFGS-B iterations per alternation.  The paper takes one (maxiter=1), so a start whose continuous part
@@ -96,8 +103,8 @@ class MixedAcquisitionOptimizer:
     ----------
     space : Space
     n_random, n_spray, n_starts : int
-        See the module constants (``n_random`` defaults to N_RANDOM, or N_RANDOM_SETS on a
-        space with ``Set`` parameters).
+        See the module constants (``n_random`` and ``n_starts`` default to N_RANDOM and N_STARTS, or
+        N_RANDOM_SETS and N_STARTS_SETS on a space with ``Set`` parameters).
     lbfgs_iterations_per_round : int
         L-BFGS-B iterations per continuous step.
     n_set_point_moves : int
@@ -107,12 +114,15 @@ class MixedAcquisitionOptimizer:
         Cap on discrete/continuous alternations.
     """
 
-    def __init__(self, space, n_random=None, n_spray=N_SPRAY, n_starts=N_STARTS,
+    def __init__(self, space, n_random=None, n_spray=N_SPRAY, n_starts=None,
                  lbfgs_iterations_per_round=LBFGS_ITERATIONS_PER_ROUND, max_rounds=MAX_ROUNDS,
                  scoring_batch=SCORING_BATCH, n_set_point_moves=N_SET_POINT_MOVES):
         self.space = space
+        has_sets = bool(getattr(space, "set_params", None))
         if n_random is None:
-            n_random = N_RANDOM_SETS if getattr(space, "set_params", None) else N_RANDOM
+            n_random = N_RANDOM_SETS if has_sets else N_RANDOM
+        if n_starts is None:
+            n_starts = N_STARTS_SETS if has_sets else N_STARTS
         self.n_random = int(n_random)
         self.n_spray = int(n_spray)
         self.n_starts = int(n_starts)
@@ -151,12 +161,12 @@ class MixedAcquisitionOptimizer:
         ``gp`` is the model conditioned on the points already chosen (``fastfm.gp.fantasy``), ``previous`` the
         ``candidates`` of the previous result: its local optima and best-scored points, re-scored under the
         conditioned model (where a chosen point's variance has collapsed they drop, and the others come
-        forward), next to BATCH_RANDOM_FRACTION of the usual random points; the local search starts from the
-        best BATCH_STARTS_FRACTION of the usual number of starts."""
-        n_random = max(1, int(self.n_random * BATCH_RANDOM_FRACTION))
+        forward), next to at most BATCH_N_RANDOM random points; the local search starts from at most
+        BATCH_N_STARTS of them."""
+        n_random = min(self.n_random, BATCH_N_RANDOM)
         candidates = np.vstack([np.asarray(previous, dtype=float).reshape(-1, self.space.n_dims),
                                 self.space.sample_encoded(n_random, seed=rng)])
-        n_starts = max(1, int(round(self.n_starts * BATCH_STARTS_FRACTION)))
+        n_starts = min(self.n_starts, BATCH_N_STARTS)
         return self._optimize_from(gp, acquisition, candidates, n_starts, exclude, rng)
 
     def _optimize_from(self, gp, acquisition, candidates, n_starts, exclude, rng, extra=None, n_extra_starts=0):
@@ -180,8 +190,8 @@ class MixedAcquisitionOptimizer:
         X, acq, n_rounds = self._local_search(gp, acquisition, X, start_values.copy())
         # best first: local optima, then the scored candidates as a fallback; a Set's points are put
         # in canonical order, so that a reordering of an evaluated set counts as a duplicate
-        pool = space.canonical(np.vstack([X, candidates[order[: 4 * self.n_starts]]]))
-        pool_values = np.concatenate([acq, values[order[: 4 * self.n_starts]]])
+        pool = space.canonical(np.vstack([X, candidates[order[:N_SCORED_KEPT]]]))
+        pool_values = np.concatenate([acq, values[order[:N_SCORED_KEPT]]])
         for i in np.argsort(-pool_values, kind="stable"):
             if not self._is_duplicate(pool[i], exclude):
                 return AcquisitionResult(pool[i].copy(), float(pool_values[i]), n_rounds, start_values, pool)

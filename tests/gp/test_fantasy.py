@@ -47,6 +47,24 @@ def test_block_update_equals_the_exact_posterior_on_the_augmented_data(strategy,
     assert np.all(sigma[:len(X_pending)] < sigma_before)
 
 
+def test_the_incumbent_counts_the_fantasy_values():
+    """A believer's value below the best seen lowers the incumbent of the acquisition: else expected improvement
+    beside the pending point stays what it was, and the next point of a batch lands next to it."""
+    gp, X_pending = _fitted(1)
+    # the pending point where the posterior mean is lowest: below the best value seen
+    X_random = np.random.default_rng(3).random((2000, X_pending.shape[1]))
+    X_random[:, 2:] = X_pending[np.arange(2000) % len(X_pending), 2:]
+    mu_random, _ = gp.predict_standardized(X_random)
+    low = X_random[np.argmin(mu_random)]
+    assert mu_random.min() < gp.best_y_standardized_
+    believer = fantasy.condition_on(gp, np.vstack([X_pending, low]), "believer")
+    assert believer.best_y_standardized_ == pytest.approx(mu_random.min())
+    # a fantasy above the best value seen leaves it; the constant liar lies at it
+    high = X_random[np.argmax(mu_random)]
+    assert fantasy.condition_on(gp, high[None, :], "believer").best_y_standardized_ == gp.best_y_standardized_
+    assert fantasy.condition_on(gp, X_pending, "liar_min").best_y_standardized_ == gp.best_y_standardized_
+
+
 def test_the_fitted_model_is_left_unchanged_and_nothing_to_add_returns_it():
     gp, X_pending = _fitted()
     L, alpha, X = gp.L_.copy(), gp.alpha_.copy(), gp.X_train_.copy()
