@@ -30,8 +30,9 @@ def run_one(spec, method, seed, budget, n_init):
     problem = make_problem(spec)
     start = time.perf_counter()
     # "METHOD+old": the acquisition search before issue 24 §4 (no one-point moves of the best sets)
-    base, _, variant = method.partition("+")
-    acq_options = {"n_set_point_moves": 0} if variant == "old" else None
+    old = method.endswith("+old")
+    base = method[:-len("+old")] if old else method
+    acq_options = {"n_set_point_moves": 0} if old else None
     result = run_set_method(problem, base, budget, n_init, seed, acq_options=acq_options)
     suggest = np.asarray(result.suggest_times)[n_init:]
     return {"problem": spec, "method": method, "seed": seed, "best": float(result.fun),

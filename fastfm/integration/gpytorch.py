@@ -749,12 +749,12 @@ def to_gpytorch(kernel, compiled=False, dim=None):
     Raises
     ------
     TypeError
-        For a kernel with no GPyTorch form here (``ModNN``, ``RBF``, ``SubspaceKernel``, ...).
+        For a kernel with no GPyTorch form here (``ModNN``, ``RBF``, ``SubspaceKernel``, ``MMDSetKernel``, ...).
     """
     if isinstance(kernel, (FastFMSum, FastFMProduct)):
         parts = [to_gpytorch(kernel.k1, compiled, dim), to_gpytorch(kernel.k2, compiled, dim)]
         return AdditiveKernel(*parts) if isinstance(kernel, FastFMSum) else ProductKernel(*parts)
-    if isinstance(kernel, _fastfm_sets.SetKernel):
+    if isinstance(kernel, _fastfm_sets.SetKernel) and not isinstance(kernel, _fastfm_sets.MMDSetKernel):
         return SetKernel(n_subsample=kernel.n_subsample, seed=kernel.seed, nu=kernel.nu, space=kernel.space,
                          parameter=kernel.parameter, normalize=kernel.normalize, subsample=kernel.subsample,
                          dim=None if kernel.space is not None else dim, **_fastfm_arguments(kernel))

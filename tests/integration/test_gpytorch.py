@@ -514,6 +514,9 @@ def test_set_kernel_errors_name_the_problem():
         SetKernel(space=SET_SPACE, parameter="c")
     with pytest.raises(TypeError, match="SubspaceKernel has no GPyTorch form"):
         to_gpytorch(ff.kernels.set_space_kernel("matern52", SET_SPACE))
+    # the MMD set kernel is a SetKernel subclass, but not the GPyTorch SetKernel's form: refused, not converted
+    with pytest.raises(TypeError, match="MMDSetKernel has no GPyTorch form"):
+        to_gpytorch(ff.kernels.MMDSetKernel(space=SET_SPACE))
 
 
 def test_set_kernel_single_task_gp_fits_with_botorch():
