@@ -42,8 +42,8 @@ def surrogate_kernels(problem, variants):
             kernel = set_space_kernel("matern52", problem.space, normalize="learn")
         elif variant == "set":
             kernel = set_space_kernel("matern52", problem.space, normalize=False)
-        elif variant == "set-mmd":
-            kernel = set_space_kernel("matern52", problem.space, normalize="mmd")
+        elif variant in ("set-mmd", "set-norm+mmd"):
+            kernel = set_space_kernel("matern52", problem.space, normalize=variant[len("set-"):])
         else:
             raise ValueError(f"unknown variant {variant!r}")
         kernels[spec] = (kernel, overrides)
@@ -75,7 +75,7 @@ def score(kernel, X, y, X_test, y_test, seed, overrides=None):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--problems", default=",".join(PROBLEMS))
-    parser.add_argument("--variants", default="set-norm,set,set-learn,set-mmd,vector")
+    parser.add_argument("--variants", default="set-norm,set,set-learn,set-mmd,set-norm+mmd,vector")
     parser.add_argument("--n", default="20,40,60")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--json")
