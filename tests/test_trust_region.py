@@ -165,6 +165,32 @@ def test_a_batch_with_a_trust_region_is_distinct_and_in_the_region():
     assert opt.last_suggestion_info["source"] == "model"
 
 
+@pytest.mark.parametrize("pending", ["believer", "liar_min"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_batch_in_a_trust_region_is_spread_out(seed, pending):
+    """ask(n=4) on Func3C (as tests/bo/test_batch.py without a region): no two points share their discrete
+    values with every continuous value within 2% of its range — with the believer's fantasies counted for the
+    incumbent, which inside a region is what keeps them apart."""
+    from fastfm.benchmarks import Func3C
+    problem = Func3C()
+    opt = ff.Optimizer(problem.space, n_init=5, seed=seed, n_restarts=2, pending=pending, trust_region=True)
+    _run_problem(opt, problem, 12)
+    batch = opt.ask(n=4)
+    assert opt.last_suggestion_info["n_pending"] == 3 and not opt.last_suggestion_info["restart"]
+    X = problem.space.encode(batch)
+    nc = problem.space.n_continuous
+    for i in range(4):
+        for j in range(i):
+            same = np.all(X[i, nc:] == X[j, nc:]) and np.all(np.abs(X[i, :nc] - X[j, :nc]) <= 0.02)
+            assert not same, (batch[i], batch[j])
+
+
+def _run_problem(opt, problem, n):
+    for _ in range(n):
+        x = opt.ask()
+        opt.tell(x, problem(x))
+
+
 def test_a_loaded_optimizer_with_a_trust_region_continues_the_run(tmp_path):
     path = tmp_path / "run.jsonl"
     settings = {"failure_tolerance": 2, "success_tolerance": 2, "length_init_discrete": 2}
@@ -202,15 +228,18 @@ def test_dimension_scaled_prior_shifts_lengthscale_and_smoothing_means_by_half_l
     base = default_hyperparameter_prior(kernel)
     names = [h.name for h in kernel.hyperparameters for _ in range(h.n_elements)] + ["noise"]
     for n_dims in (1, 13, 60):
-        prior = dimension_scaled_hyperparameter_prior(kernel, n_dims)
+        prior = dimension_scaled_hyperparameter_prior(kernel, n_dims, smoothing=True)
         shift = np.asarray(prior.mean) - np.asarray(base.mean)
         for name, s in zip(names, shift):
             expected = 0.5 * math.log(n_dims) if name in ("lengthscale", "beta") else 0.0
             assert s == pytest.approx(expected, abs=1e-15), name
         np.testing.assert_array_equal(prior.std, base.std)
-    only = dimension_scaled_hyperparameter_prior(kernel, 60, smoothing=False)
+    only = dimension_scaled_hyperparameter_prior(kernel, 60)         # the default: lengthscales only
     beta = np.array(names) == "beta"
     np.testing.assert_array_equal(np.asarray(only.mean)[beta], np.asarray(base.mean)[beta])
+    lengthscale = np.array(names) == "lengthscale"
+    np.testing.assert_allclose(np.asarray(only.mean)[lengthscale] - np.asarray(base.mean)[lengthscale],
+                               0.5 * math.log(60), rtol=1e-15)
     assert DEFAULT_LOG_PRIORS["lengthscale"][0] == math.log(0.5)     # the table itself is untouched
     with pytest.raises(ValueError, match="n_dims=0"):
         dimension_scaled_hyperparameter_prior(kernel, 0)
