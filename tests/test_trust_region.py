@@ -256,3 +256,17 @@ def test_optimizer_takes_the_dimension_scaled_prior_by_name(tmp_path):
     np.testing.assert_array_equal(loaded.hyperparameter_prior(loaded._kernel).mean, expected.mean)
     with pytest.raises(ValueError, match="hyperparameter_prior='dimension'"):
         ff.Optimizer(objectives.SPACE, hyperparameter_prior="dimension")
+
+
+def test_auto_prior_is_dimension_scaled_from_20_columns_on():
+    from fastfm.bo.optimizer import DIMENSION_SCALED_MIN_DIMS
+    assert DIMENSION_SCALED_MIN_DIMS == 20
+    for n_dims in (2, 19, 20, 30):
+        space = ff.Space([ff.Real(f"x{i}", 0.0, 1.0) for i in range(n_dims - 1)] + [ff.Categorical("c", list("ab"))])
+        assert space.n_dims == n_dims
+        opt = ff.Optimizer(space, seed=0)                       # hyperparameter_prior="auto"
+        prior = opt.hyperparameter_prior(opt._kernel)
+        expected = (dimension_scaled_hyperparameter_prior(opt._kernel, n_dims) if n_dims >= 20
+                    else default_hyperparameter_prior(opt._kernel))
+        np.testing.assert_array_equal(prior.mean, expected.mean)
+    assert ff.Optimizer(objectives.SPACE).hyperparameter_prior is default_hyperparameter_prior

@@ -56,7 +56,7 @@ class TrustRegion:
     success_tolerance, failure_tolerance : int
         Improvements (failures) in a row that expand (shrink) the region.  Defaults 3 and 40.
     improvement : float
-        A told value succeeds when below best − improvement·|best| (default 1e-3).
+        A told value succeeds when below ``best - improvement * abs(best)`` (default 1e-3).
     """
 
     length_init: float = 0.8
