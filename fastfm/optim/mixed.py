@@ -21,6 +21,10 @@ random instead).  Such neighbours differ
 from their base point in more than one column, so on conditional spaces they
 are scored as explicit points rather than through shared factors.
 
+With a trust region (``region``, a ``trust_region.Region``: CASMOPOLITAN, Wan et al. 2021) every candidate
+stays inside it: random points are drawn in it, spray and set-point moves are clipped into its box and dropped
+outside its Hamming ball, graph moves that leave the ball are not taken, and L-BFGS-B's bounds are its box.
+
 Every acquisition here is MAXIMISED.
 """
 from dataclasses import dataclass
@@ -130,6 +134,7 @@ class MixedAcquisitionOptimizer:
         self.max_rounds = int(max_rounds)
         self.scoring_batch = int(scoring_batch)
         self.n_set_point_moves = int(n_set_point_moves)
+        self._region = None       # the trust region of the call in progress (optimize/optimize_next), or None
         if self.n_set_point_moves < 0:
             raise ValueError(f"n_set_point_moves must be >= 0, got n_set_point_moves={n_set_point_moves!r}")
         for name in ("n_random", "n_starts", "max_rounds", "scoring_batch"):
@@ -137,7 +142,7 @@ class MixedAcquisitionOptimizer:
                 raise ValueError(f"{name} must be >= 1, got {name}={getattr(self, name)!r}")
 
     # ------------------------------------------------------------------ public
-    def optimize(self, gp, acquisition, incumbent, exclude, rng):
+    def optimize(self, gp, acquisition, incumbent, exclude, rng, region=None):
         """Return an :class:`AcquisitionResult`.
 
         Parameters
@@ -148,26 +153,48 @@ class MixedAcquisitionOptimizer:
         incumbent : (n_dims,) encoded best observed point (centre of the spray points)
         exclude : (n_excluded, n_dims) encoded points that must not be returned
         rng : numpy Generator
+        region : trust_region.Region, optional
+            Keep every candidate inside it (the incumbent should be its centre).
         """
-        candidates = np.vstack([self.space.sample_encoded(self.n_random, seed=rng), self._spray(incumbent, rng)])
-        moves = None
-        if getattr(self.space, "set_params", None) and self.n_set_point_moves:
-            moves = self._set_point_moves(gp, incumbent, rng)
-        return self._optimize_from(gp, acquisition, candidates, self.n_starts, exclude, rng, moves, N_SET_MOVE_STARTS)
+        self._region = region
+        try:
+            candidates = np.vstack([self._random(self.n_random, rng), self._in_region(self._spray(incumbent, rng))])
+            moves = None
+            if getattr(self.space, "set_params", None) and self.n_set_point_moves:
+                moves = self._in_region(self._set_point_moves(gp, incumbent, rng))
+            return self._optimize_from(gp, acquisition, candidates, self.n_starts, exclude, rng, moves,
+                                       N_SET_MOVE_STARTS)
+        finally:
+            self._region = None
 
-    def optimize_next(self, gp, acquisition, previous, exclude, rng):
+    def optimize_random(self, gp, acquisition, exclude, rng):
+        """The best of ``n_random`` uniformly random points that is not excluded, without local search (a trust
+        region's restart point, CASMOPOLITAN's guided restart)."""
+        exclude = np.asarray(exclude, dtype=float).reshape(-1, self.space.n_dims)
+        X = self.space.sample_encoded(self.n_random, seed=rng)
+        values = self._score(gp, acquisition, X)
+        for i in np.argsort(-values, kind="stable"):
+            if not self._is_duplicate(X[i], exclude):
+                return AcquisitionResult(X[i].copy(), float(values[i]), 0, values[i:i + 1], X)
+        return self._fallback(gp, acquisition, exclude, rng, 0, values[:0])
+
+    def optimize_next(self, gp, acquisition, previous, exclude, rng, region=None):
         """The next point of a batch (``ask(n)``), at a fraction of ``optimize``'s cost.
 
         ``gp`` is the model conditioned on the points already chosen (``fastfm.gp.fantasy``), ``previous`` the
         ``candidates`` of the previous result: its local optima and best-scored points, re-scored under the
         conditioned model (where a chosen point's variance has collapsed they drop, and the others come
         forward), next to at most BATCH_N_RANDOM random points; the local search starts from at most
-        BATCH_N_STARTS of them."""
-        n_random = min(self.n_random, BATCH_N_RANDOM)
-        candidates = np.vstack([np.asarray(previous, dtype=float).reshape(-1, self.space.n_dims),
-                                self.space.sample_encoded(n_random, seed=rng)])
-        n_starts = min(self.n_starts, BATCH_N_STARTS)
-        return self._optimize_from(gp, acquisition, candidates, n_starts, exclude, rng)
+        BATCH_N_STARTS of them.  With ``region``, the previous candidates outside it are dropped."""
+        self._region = region
+        try:
+            n_random = min(self.n_random, BATCH_N_RANDOM)
+            previous = self._in_region(np.asarray(previous, dtype=float).reshape(-1, self.space.n_dims), clip=False)
+            candidates = np.vstack([previous, self._random(n_random, rng)])
+            n_starts = min(self.n_starts, BATCH_N_STARTS)
+            return self._optimize_from(gp, acquisition, candidates, n_starts, exclude, rng)
+        finally:
+            self._region = None
 
     def _optimize_from(self, gp, acquisition, candidates, n_starts, exclude, rng, extra=None, n_extra_starts=0):
         """Score ``candidates``, run the local search from the best ``n_starts`` distinct ones (and from the best
@@ -198,6 +225,22 @@ class MixedAcquisitionOptimizer:
         return self._fallback(gp, acquisition, exclude, rng, n_rounds, start_values)
 
     # --------------------------------------------------------------- internals
+    def _random(self, n, rng):
+        """``n`` uniformly random points of the space, or of the trust region when there is one."""
+        if self._region is None:
+            return self.space.sample_encoded(n, seed=rng)
+        return self._region.sample(n, self.space, rng)
+
+    def _in_region(self, X, clip=True):
+        """``X`` with its continuous coordinates clipped into the trust region's box and the rows outside its
+        Hamming ball dropped (``X`` itself without a region)."""
+        region = self._region
+        if region is None or X is None or len(X) == 0:
+            return X
+        if clip:
+            X = region.clip(X, self.space)
+        return X[region.contains(X, self.space)]
+
     def _spray(self, incumbent, rng):
         """Points near the incumbent: a Gaussian move of the continuous part, and for
         half of them one discrete variable moved to a random graph neighbour."""
@@ -348,6 +391,9 @@ class MixedAcquisitionOptimizer:
             K_cross = kernel.neighbour_gram_batch(X, gp.X_train_, owner, var_index, new_state)
             mu, sigma = gp.predict_standardized_from_cross(K_cross, kernel.diag(neighbours))
             values = acquisition(mu, sigma)[0]
+        if self._region is not None:
+            # a move out of the trust region's Hamming ball is never taken
+            values = np.where(self._region.contains(neighbours, self.space), values, -np.inf)
         best_X, best_values = X.copy(), current.copy()
         # best neighbour per row: sort by (owner, value) and take each owner's last entry
         order = np.lexsort((values, owner))
@@ -374,10 +420,14 @@ class MixedAcquisitionOptimizer:
         x0 = X[:, :nc].ravel()
         # an inactive coordinate is pinned to its value (its inactive code): it never moves
         active = self.space.active_columns(X)[:, :nc].ravel()
-        bounds = [(0.0, 1.0) if on else (x, x) for on, x in zip(active, x0)]
+        lower, upper = (np.zeros(nc), np.ones(nc)) if self._region is None else (self._region.lower,
+                                                                                 self._region.upper)
+        box = list(zip(np.tile(lower, m), np.tile(upper, m)))
+        bounds = [b if on else (x, x) for on, x, b in zip(active, x0, box)]
         result = minimize(negative_total, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                           options={"maxiter": self.lbfgs_iterations_per_round})
-        C = np.where(active.reshape(m, nc), np.clip(result.x.reshape(m, nc), 0.0, 1.0), X[:, :nc])
+        C = np.where(active.reshape(m, nc), np.clip(result.x.reshape(m, nc), np.tile(lower, (m, 1)),
+                                                    np.tile(upper, (m, 1))), X[:, :nc])
         Z = fixed.copy()
         Z[:, :nc] = C
         mu, sigma = gp.predict_standardized(Z)
@@ -387,6 +437,14 @@ class MixedAcquisitionOptimizer:
         """All optimised and scored points were duplicates: for a finite space enumerate
         what is left; otherwise draw fresh random points."""
         space = self.space
+        if self._region is not None:
+            # the region's points first; the whole space only when the region has none left
+            for _ in range(10):
+                X = self._random(self.n_starts, rng)
+                values = self._score(gp, acquisition, X) if len(X) else X[:, 0]
+                for i in np.argsort(-values):
+                    if not self._is_duplicate(X[i], exclude):
+                        return AcquisitionResult(X[i], float(values[i]), n_rounds, start_values)
         if space.n_continuous == 0:
             # the real states of each variable; inactive ones are then set by the conditions
             real_states = [p.n_states for p in space.discrete_params]
