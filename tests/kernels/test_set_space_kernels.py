@@ -5,7 +5,8 @@ import pytest
 
 import fastfm as ff
 from kernels.test_kernel_contract import _finite_difference_of_weighted_sum
-from fastfm.kernels import SetKernel, SpaceProduct, make_kernel
+from fastfm.kernels import MMDSetKernel, SetKernel, SpaceProduct, make_kernel
+from fastfm.kernels.sets import SpaceSum
 
 SET_SPACES = {
     "set_only": ff.Space([ff.Set("s", n_points=4, dim=2, low=-1.0, high=1.0)]),
@@ -34,16 +35,35 @@ def random_kernel(space, rng, backend, **kwargs):
     return kernel
 
 
+def _set_factors(kernel):
+    """The factors of a product kernel, left to right."""
+    if isinstance(kernel, SpaceProduct):
+        return _set_factors(kernel.k1) + _set_factors(kernel.k2)
+    return [kernel]
+
+
 def test_default_kernel_is_a_product_with_one_set_factor_per_set(set_space):
+    """Each Set gets the sum of the normalised set kernel and an MMD kernel (issue 24 §4); the product has one
+    amplitude, and each sum one more: the MMD term's weight against the normalised one."""
     kernel = make_kernel("modlap", set_space)
+    factors = _set_factors(kernel)
+    set_factors = [f for f in factors if isinstance(f, SpaceSum)]
+    assert len(set_factors) == len(set_space.set_params)
+    for factor in set_factors:
+        assert isinstance(factor.k1, SetKernel) and factor.k1.normalize is True
+        assert isinstance(factor.k2, MMDSetKernel)
     if set_space.names == ["s"]:
-        assert isinstance(kernel, SetKernel) and kernel.normalize       # the normalised set kernel by default
-        np.testing.assert_allclose(kernel.diag(set_space.sample_encoded(5, seed=0)), np.ones(5))
+        # alone: both amplitudes free, and the diagonal is their sum
+        np.testing.assert_allclose(kernel.diag(set_space.sample_encoded(5, seed=0)), np.full(5, 2.0))
+        assert [h.name for h in kernel.hyperparameters if h.name.endswith("variance") and not h.fixed] == [
+            "k1__variance", "k2__variance"]
         return
-    assert kernel.k2.normalize
     assert isinstance(kernel, SpaceProduct) and kernel.space is set_space
     free_variances = [h for h in kernel.hyperparameters if h.name.endswith("variance") and not h.fixed]
-    assert len(free_variances) == 1                      # one amplitude for the whole product
+    assert len(free_variances) == 1 + len(set_factors)    # the product's amplitude, and each MMD term's weight
+    # normalize=True keeps the normalised set kernel alone, with one amplitude for the whole product
+    single = make_kernel("modlap", set_space, normalize=True)
+    assert len([h for h in single.hyperparameters if h.name.endswith("variance") and not h.fixed]) == 1
 
 
 def test_gram_is_symmetric_psd_and_permutation_invariant(set_space, backend, rng):
