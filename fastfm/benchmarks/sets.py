@@ -158,7 +158,7 @@ class KMeansInit(_SetProblem):
 class PMedian(_SetProblem):
     """The p-median problem: p = 6 facility locations for 280 fixed demand points (module docstring).
 
-        f(X) = (1/|D|) Σ_{d ∈ D} min_i ‖d − x_i‖,   x_i ∈ [0, 1]²
+        f(X) = (1/n) Σ_d min_i ‖d − x_i‖   over the n = 280 demand points d,   x_i ∈ [0, 1]²
 
     The continuous p-median (Weber) problem of facility location, a classic set-valued objective
     (issue 24 §4): it depends on the facilities, not on their order, and every assignment of
