@@ -104,7 +104,9 @@ class AskTellMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def tell_an_unasked_config(self, data):
-        x = data.draw(st.floats(-1.0, 1.0, allow_nan=False))
+        # on a grid of 1e-6: the optimizer counts continuous codes within DUPLICATE_TOL (1e-9) as one point, which
+        # the exact keys here would not (x = 2.2e-16 after x = 0 was told: a CI run drew it)
+        x = round(data.draw(st.floats(-1.0, 1.0, allow_nan=False)), 6)
         config = {"x": x, "k": data.draw(st.integers(0, 3)), "c": data.draw(st.sampled_from(["a", "b", "c"])),
                   "size": data.draw(st.sampled_from(["s", "m", "l"]))}
         key = _key(SPACE.decode(SPACE.encode(config)))
