@@ -86,8 +86,7 @@ def set_space_kernel(kernel_name, space, backend="auto", n_subsample=None, seed=
             factors.append(SpaceSum(SetKernel(variance_bounds=fixed, normalize=True, **common),
                                     MMDSetKernel(variance_bounds=VARIANCE_BOUNDS, **common), space))
         else:
-            factors.append(SetKernel(space=space, parameter=p.name, variance_bounds=fixed, n_subsample=n_subsample,
-                                     seed=seed, normalize=normalize, backend=backend))
+            factors.append(SetKernel(variance_bounds=fixed, normalize=normalize, **common))
     kernel = factors[0]
     for factor in factors[1:]:
         kernel = SpaceProduct(kernel, factor, space)

@@ -599,13 +599,10 @@ class MMDSetKernel(SetKernel):
     def _hyperparameter_specs(self):
         return [("lengthscale", int(np.size(self.lengthscale))), ("variance", 1), ("mmd_lengthscale", 1)]
 
-    def _embedding_distances(self, A, B):
-        """(MMD² (NA, NB), E, δ_A, δ_B) at the current inner lengthscale; B None: A against itself."""
-        ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
-        E = self._backend_call("set_gram", A, B, ls, nu)
-        diag_A = self._diagonal(A)
-        diag_B = diag_A if B is None else self._diagonal(B)
-        return np.maximum(diag_A[:, None] + diag_B[None, :] - 2.0 * E, 0.0), E, diag_A, diag_B
+    @staticmethod
+    def _mmd2(E, diag_A, diag_B):
+        """MMD² from the plain set kernel E(A, B) and the diagonals δ_A, δ_B (clipped at 0 against round-off)."""
+        return np.maximum(diag_A[:, None] + diag_B[None, :] - 2.0 * E, 0.0)
 
     def _rho(self):
         return float(self._values("mmd_lengthscale", 1)[0])
@@ -613,7 +610,9 @@ class MMDSetKernel(SetKernel):
     def _gram(self, X, Y):
         A = self._subsets(self._sets(X))[0]
         B = None if Y is None else self._subsets(self._sets(Y))[0]
-        distance = self._embedding_distances(A, B)[0]
+        E = self._backend_call("set_gram", A, B, self._lengthscales(self._dim_of(A)), float(self.nu))
+        diag_A = self._diagonal(A)
+        distance = self._mmd2(E, diag_A, diag_A if B is None else self._diagonal(B))
         return float(self.variance) * np.exp(-distance / (2.0 * self._rho() ** 2))
 
     def _diag(self, X):
@@ -623,12 +622,12 @@ class MMDSetKernel(SetKernel):
         A = self._subsets(self._sets(X))[0]
         ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
         rho2 = self._rho() ** 2
-        distance = self._embedding_distances(A, None)[0]
+        diag, d_diag, _ = self._diagonal(A, with_gradient=True)
+        distance = self._mmd2(self._backend_call("set_gram", A, None, ls, nu), diag, diag)
         K = float(self.variance) * np.exp(-distance / (2.0 * rho2))
         V = W * K
         # ∂K_ab/∂log ℓ = −K_ab/(2ρ²) (∂δ_a + ∂δ_b − 2 ∂E_ab): the diagonal terms through r_a = Σ_b V_ab + V_ba,
         # the cross term through the set kernel's own reduction with weights V
-        _, d_diag, _ = self._diagonal(A, with_gradient=True)
         r = V.sum(axis=1) + V.sum(axis=0)
         g_ls = (np.asarray(self._backend_call("set_grad_reduction", A, V, ls, nu)) - 0.5 * (r @ d_diag)) / rho2
         return np.concatenate([self._reduce_lengthscale(g_ls), [np.sum(V)], [np.sum(V * distance) / rho2]])
@@ -639,7 +638,7 @@ class MMDSetKernel(SetKernel):
         rho2 = self._rho() ** 2
         E, dE = numpy_backend.set_gram_gradient(A, ls, nu)
         diag, d_diag, _ = self._diagonal(A, with_gradient=True)
-        distance = np.maximum(diag[:, None] + diag[None, :] - 2.0 * E, 0.0)
+        distance = self._mmd2(E, diag, diag)
         K = float(self.variance) * np.exp(-distance / (2.0 * rho2))
         d_distance = d_diag[:, None, :] + d_diag[None, :, :] - 2.0 * dE
         dK_ls = -K[:, :, None] * d_distance / (2.0 * rho2)
@@ -655,7 +654,7 @@ class MMDSetKernel(SetKernel):
         rho2 = self._rho() ** 2
         E, dE_sub = numpy_backend.set_cross_gradient(A, B, ls, nu)
         diag_A, _, d_diag_points = self._diagonal(A, with_gradient=True)
-        distance = np.maximum(diag_A[:, None] + self._diagonal(B)[None, :] - 2.0 * E, 0.0)
+        distance = self._mmd2(E, diag_A, self._diagonal(B))
         K = float(self.variance) * np.exp(-distance / (2.0 * rho2))
         # ∂K_ab/∂A_a = −K_ab/(2ρ²) (∂δ_a/∂A_a − 2 ∂E_ab/∂A_a)
         dK_sub = -K[:, :, None, None] / (2.0 * rho2) * (d_diag_points[:, None, :, :] - 2.0 * dE_sub)
