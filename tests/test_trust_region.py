@@ -259,7 +259,7 @@ def test_optimizer_takes_the_dimension_scaled_prior_by_name(tmp_path):
 
 
 def test_auto_prior_is_dimension_scaled_from_20_columns_on():
-    from fastfm.bo.optimizer import DIMENSION_SCALED_MIN_DIMS
+    from fastfm.bo.surrogate import DIMENSION_SCALED_MIN_DIMS
     assert DIMENSION_SCALED_MIN_DIMS == 20
     for n_dims in (2, 19, 20, 30):
         space = ff.Space([ff.Real(f"x{i}", 0.0, 1.0) for i in range(n_dims - 1)] + [ff.Categorical("c", list("ab"))])

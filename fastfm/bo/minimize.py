@@ -179,7 +179,7 @@ def _is_dead_local_process(worker):
     return False
 
 
-def minimize(fun, space, n_iter=200, n_init=10, kernel="modlap", seed=0, progress=True, callback=None,
+def minimize(fun, space, n_iter=200, n_init=10, kernel="auto", seed=0, progress=True, callback=None,
              n_workers=1, executor=None, storage=None, timeout=None, **options):
     """Minimise ``fun(config) -> float`` over ``space`` with Bayesian optimisation.
 
@@ -193,7 +193,8 @@ def minimize(fun, space, n_iter=200, n_init=10, kernel="modlap", seed=0, progres
         Total number of evaluations told, the ``n_init`` random ones (and, when continuing a journal, the
         ones already in it) included.
     n_init : int, default 10
-    kernel : str or Kernel, default "modlap"
+    kernel : str or Kernel, default "auto"
+        As ``Optimizer``'s.
     seed : int or None, default 0
     progress : bool, default True
         Show a progress bar (tqdm) with the best value so far.

@@ -18,7 +18,6 @@ import collections
 import contextlib
 import copy
 import dataclasses
-import functools
 import json
 import math
 import numbers
@@ -31,24 +30,18 @@ import numpy as np
 from .._parallel import single_threaded_blas
 from .._version import __version__
 from ..acquisition import acquisition_function, upper_confidence_bound_and_grad
-from ..exceptions import FastFMError, InvalidConfigError, InvalidValueError, StorageError, TrialStateError
+from ..exceptions import InvalidConfigError, InvalidValueError, StorageError, TrialStateError
 from ..gp import fantasy
 from ..gp._data import is_y_transform
-from ..gp.priors import default_hyperparameter_prior, dimension_scaled_hyperparameter_prior
-from ..kernels import Kernel, make_kernel
 from ..optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
 from ..optim import trust_region as _tr
 from .journal import JOURNAL_FORMAT, JOURNAL_VERSION, Journal, decode_object, encode_object, worker_identity
+from .surrogate import ModelFitWarning, _hyperparameter_prior, _Surrogate
 from .trials import PendingTrial, Suggestion, Trial
 
 __all__ = ["Optimizer", "ModelFitWarning"]
 
-_FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 _FAILURE_MODES = ("impute", "ignore")
-
-
-class ModelFitWarning(RuntimeWarning):
-    """The surrogate could not be fitted; a random point was suggested instead."""
 
 
 def _jsonable_setting(value):
@@ -196,22 +189,22 @@ class _TrialRecords:
                 "settings": {k: _jsonable_setting(v) for k, v in self._settings.items()}, "time": time.time()}
 
 
-# kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
-_UNIT_DIAGONAL_KERNELS = ("modlap", "moddif", "fm")
-
-
-class Optimizer(_TrialRecords):
+class Optimizer(_Surrogate, _TrialRecords):
     """Ask/tell Bayesian optimiser on a mixed ``Space`` (minimisation).
 
     Parameters
     ----------
     space : Space
-    kernel : str or Kernel, default "modlap"
+    kernel : str or Kernel, default "auto"
         A kernel name ("modlap", "moddif", "prodlap", "hierarchical", ... see
         ``kernels.make_kernel``), a kernel object, or "random" for random search.  On
         a space without discrete variables the FM names fall back to Matern52 (FM
         needs a graph).  On a conditional space (SPEC §3) "hierarchical" is the
-        kernel made for it; the FM kernels work there too.
+        kernel made for it; the FM kernels work there too.  "auto": ModLap, and on spaces of
+        fewer than ADDITIVE_MAX_DIMS columns with a discrete variable and no Set also
+        ``AdditiveFM`` ("modlap_additive"); each full refit keeps the one of the two that
+        predicts the told values better left out (``fastfm.gp.selection``), and
+        ``last_suggestion_info["kernel"]`` names it.
     n_init : int, default 10
         Random initial points (asked, pending ones included) before the model is used.
     seed : int or None
@@ -260,7 +253,7 @@ class Optimizer(_TrialRecords):
     >>> xs = opt.ask(n=4)                                             # doctest: +SKIP
     """
 
-    def __init__(self, space, kernel="modlap", n_init=10, seed=None, acquisition="logei", n_restarts=10,
+    def __init__(self, space, kernel="auto", n_init=10, seed=None, acquisition="logei", n_restarts=10,
                  log_transform_y="auto", acq_options=None, backend="auto", gp_options=None,
                  hyperparameter_prior="auto", pending="believer", failures="impute", storage=None,
                  trust_region=None):
@@ -293,7 +286,10 @@ class Optimizer(_TrialRecords):
         self.hyperparameter_prior = _hyperparameter_prior(hyperparameter_prior, space)
         self._rng = np.random.default_rng(seed)
         self._random_search = isinstance(kernel, str) and kernel.lower() == "random"
-        self._kernel = None if self._random_search else self._build_kernel(kernel)
+        # the candidate kernels of every fit, by name (the first is ``_kernel``): one, or with kernel="auto" on a
+        # space that admits it ModLap and AdditiveFM, between which each full refit chooses (ADDITIVE_MAX_DIMS)
+        self._kernels = {} if self._random_search else self._build_kernels(kernel)
+        self._kernel = next(iter(self._kernels.values()), None)
         self._acq_optimizer = MixedAcquisitionOptimizer(space, **(acq_options or {}))
         self._trials = []
         self._told = {}                            # trial id -> Trial
@@ -315,25 +311,6 @@ class Optimizer(_TrialRecords):
                 journal.append(self._header())
                 journal.read_new()
             self._journal = journal
-
-    def _build_kernel(self, kernel):
-        if isinstance(kernel, Kernel):
-            return kernel
-        if not isinstance(kernel, str):
-            raise ValueError(f"kernel must be a name or a Kernel object, got kernel={kernel!r}")
-        name = kernel.lower()
-        # a space with Set parameters: make_kernel multiplies the named kernel on the other
-        # parameters (Matern52 when they have no discrete one) by a SetKernel per set
-        if self.space.n_discrete == 0 and name in _FM_KERNEL_NAMES and not self.space.set_params:
-            # integers searched as rounded continuous variables (Integer(encoding="auto")) make a continuous
-            # space by design: no warning then
-            if not self.space.rounded_params:
-                warnings.warn(f"kernel {kernel!r} needs discrete variables; using Matern52 on this continuous space",
-                              RuntimeWarning, stacklevel=3)
-            name = "matern52"
-        # FM kernels with a unit diagonal: else the ends of an ordinal's path draw every suggestion (kernels.fm)
-        options = {"unit_diagonal": True} if name in _UNIT_DIAGONAL_KERNELS else {}
-        return make_kernel(name, self.space, backend=self.backend, **options)
 
     # ---------------------------------------------------------------- ask/tell
     def ask(self, n=None):
@@ -524,62 +501,6 @@ class Optimizer(_TrialRecords):
                 return x
         raise SearchSpaceExhaustedError("could not draw a random point that is not already evaluated or pending")
 
-    def _training_data(self):
-        """(X, y) the model is fitted on: the successes, and the failures at the worst value seen when imputed."""
-        failed = np.array([t.failed for t in self._trials])
-        y = np.array([t.value for t in self._trials])
-        if self.failures == "impute" and failed.any():
-            y = np.where(failed, np.max(y[~failed]), y)
-            return self._X, y
-        return self._X[~failed], y[~failed]
-
-    def _fit_model(self):
-        """The GP on the told data: the cached fit when nothing was told since, else a new fit warm-started at
-        the last one's hyperparameters (None, with a ModelFitWarning, when the fit fails)."""
-        if self._gp is not None and self._fit_record["n_told"] == self.n_told:
-            return self._gp
-        warm = None if self._fit_record is None else [self._fit_record["params"], self._fit_record["noise"]]
-        record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm,
-                  "n_restarts": _restarts_of_fit(self.n_restarts, warm is not None, self.n_told)}
-        try:
-            gp = self._fit(record, self._gp.kernel_ if self._gp is not None else None)
-        except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
-            warnings.warn(f"fastfm: GP fit failed ({type(exc).__name__}: {exc}); suggesting a random point",
-                          ModelFitWarning, stacklevel=5)
-            self.last_suggestion_info = {"source": "random (fit failed)", "error": str(exc)}
-            return None
-        record.update(params=_kernel_values(gp.kernel_), noise=float(gp.noise_))
-        self._gp, self._fit_record = gp, record
-        return gp
-
-    def _fit(self, record, warm_kernel=None):
-        from ..gp import GaussianProcessRegressor
-
-        X, y = self._training_data()
-        # warm start: the previous fit's hyperparameters are the first restart (its kernel object when this
-        # process made it, else the same values restored from the journal, bit for bit)
-        kernel = warm_kernel
-        if kernel is None:
-            kernel = self._kernel if record["warm"] is None else _with_kernel_values(self._kernel, record["warm"][0])
-        options = {"n_restarts": record.get("n_restarts", self.n_restarts), "log_transform_y": self.log_transform_y}
-        if self.hyperparameter_prior is not None:
-            options["theta_prior"] = self.hyperparameter_prior(kernel)
-        if record["warm"] is not None:
-            options["noise"] = record["warm"][1]
-        options.update(self.gp_options)
-        gp = GaussianProcessRegressor(kernel, random_state=record["seed"], **options)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # jitter notices: expected at times in BO
-            gp.fit(X, y)
-        return gp
-
-    def _restore_fit(self, record):
-        """On load: the fit the recorded run held after this ask (refitted only if the next ask would reuse it)."""
-        if record is None or record == self._fit_record:
-            return
-        self._fit_record = record
-        self._gp = None
-
     def _model_point(self):
         if self._gp is None and self._fit_record is not None and self._fit_record["n_told"] == self.n_told:
             # loaded from a journal: rebuild the fit the run held (deterministic from its record)
@@ -598,56 +519,9 @@ class Optimizer(_TrialRecords):
         self._batch_candidates = result.candidates
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
                                      "n_pending": len(pending), **info}
+        if "kernel" in self._fit_record:
+            self.last_suggestion_info["kernel"] = self._fit_record["kernel"]
         return result.x
-
-
-# A warm-started refit (one more value told since the last fit) runs WARM_RESTARTS random restart next to the
-# warm start and the kernel's θ; the first fit, and each refit at which the data have grown by a factor of
-# FULL_REFIT_GROWTH since the last such refit, runs all n_restarts.  The previous optimum is most often still the
-# optimum after one more point (Optuna's GPSampler refits from it alone); the periodic full fit lets a run leave a
-# mode it has outgrown.  A geometric schedule (10, 12, 15, 19, 23, 29, ... 87, 109, 136 told values) rather than
-# every 5th, and 1 warm restart rather than 2: at 100 observations a full fit took 0.30 s against 0.05 s warm on
-# Func3C, and the two kept the average suggestion 1.3-1.9x GPSampler's; 40 seeds at 60 evaluations and 5 at 200
-# measured them level (issue 24 §3; docs/benchmarks/suggestion.md, "Fewer restarts of a warm fit").
-WARM_RESTARTS = 1
-FULL_REFIT_GROWTH = 1.25
-
-
-def _restarts_of_fit(n_restarts, warm, n_told):
-    """The random restarts of the fit at ``n_told`` values (``warm``: a previous fit's optimum is a start)."""
-    return n_restarts if not warm or _is_full_refit(n_told) else min(n_restarts, WARM_RESTARTS)
-
-
-def _is_full_refit(n_told):
-    """Whether ``n_told`` is where floor(log n / log FULL_REFIT_GROWTH) steps up: a stateless geometric schedule
-    (a loaded journal refits exactly as the run did)."""
-    def step(n):
-        return math.floor(math.log(n) / math.log(FULL_REFIT_GROWTH) + 1e-9)
-    return n_told > 1 and step(n_told) > step(n_told - 1)
-
-
-# hyperparameter_prior="auto" takes the dimension-scaled lengthscale prior (Hvarfner et al. 2024) on spaces of
-# this many encoded columns or more: the issue's "many variables" (20-60).  On Mixed10C20N (30 columns, seeds 0-9,
-# 100 evaluations) it took the best value from 8.64 +- 0.51 to 7.16 +- 0.51 (better on 9 of 10 seeds); on the
-# all-discrete large problems it is the default prior (no lengthscales); on the paper's problems (4-6 columns)
-# the shift measured level within noise at 60 evaluations (30 seeds: Func2C -0.130 vs -0.130, Func3C -0.432 vs
-# -0.466, Ackley5C 0.774 vs 0.723), and "auto" leaves them as they were (docs/benchmarks/bo-efficiency.md,
-# "Many variables").  Spaces with Set parameters keep the default prior: the shift was not measured there.
-DIMENSION_SCALED_MIN_DIMS = 20
-
-
-def _hyperparameter_prior(value, space):
-    """The callable ``kernel -> prior`` of ``Optimizer(hyperparameter_prior=value)``, or None."""
-    if isinstance(value, str) and value == "auto":
-        value = "dimension_scaled" if space.n_dims >= DIMENSION_SCALED_MIN_DIMS and not space.set_params else "default"
-    if isinstance(value, str) and value == "default":
-        return default_hyperparameter_prior
-    if isinstance(value, str) and value == "dimension_scaled":
-        return functools.partial(dimension_scaled_hyperparameter_prior, n_dims=space.n_dims)
-    if value is not None and not callable(value):
-        raise ValueError("hyperparameter_prior must be 'auto', 'default', 'dimension_scaled', None or a callable "
-                         f"kernel -> prior, got hyperparameter_prior={value!r}")
-    return value
 
 
 def _trust_region_settings(settings):
@@ -691,23 +565,6 @@ def _trust_region_of(optimizer, gp, values, ok):
     centre = optimizer._X[candidates[int(np.argmin(values[candidates]))]]
     lengthscales = _tr.continuous_lengthscales(gp.kernel_, space.n_continuous)
     return _tr.region_around(centre, state, space, lengthscales), info
-
-
-def _kernel_values(kernel):
-    """The kernel's hyperparameter values by name, exactly (not their logs: exp(log v) is not always v)."""
-    return {name: np.asarray(value, dtype=float).tolist() for name, value in kernel.get_params().items()}
-
-
-def _with_kernel_values(kernel, values):
-    """A copy of ``kernel`` holding ``values`` (``_kernel_values`` of a kernel of the same structure)."""
-    import copy
-    clone = copy.deepcopy(kernel)
-    for name, value in values.items():
-        owner, path = clone, name.split("__")
-        for part in path[:-1]:
-            owner = getattr(owner, part)
-        setattr(owner, path[-1], np.array(value, dtype=float) if isinstance(value, list) else float(value))
-    return clone
 
 
 def _jsonable_config(config):

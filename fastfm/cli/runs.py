@@ -22,7 +22,8 @@ from ..space import Real, Space
 __all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
 
 #: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
-SET_METHODS = ("set", "set-L<L>", "set-norm", "set-learn", "set-mmd", "set-norm+mmd", "vector", "split", "random", "kmeans++")
+SET_METHODS = ("auto", "set", "set-L<L>", "set-norm", "set-learn", "set-mmd", "set-norm+mmd", "vector", "split",
+               "random", "kmeans++")
 
 
 class _PrunedObjective:
@@ -195,10 +196,11 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     ----------
     problem : SetCoverage, SetChamfer or KMeansInit
     method : str
-        "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "set-learn" (the normalisation's power fitted:
-        ``SetKernel(normalize="learn")``), "set-mmd" (``MMDSetKernel``: a Gaussian of the distance between
-        the sets' mean embeddings), "set-norm+mmd" (their sum), "vector", "split" (m independent BOs, one per
-        point: the set-BO paper's Split baseline), "random" or "kmeans++" (KMeansInit only).
+        "auto" (the Optimizer's default kernel), "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "set-learn"
+        (the normalisation's power fitted: ``SetKernel(normalize="learn")``), "set-mmd" (``MMDSetKernel``: a
+        Gaussian of the distance between the sets' mean embeddings), "set-norm+mmd" (their sum), "vector",
+        "split" (m independent BOs, one per point: the set-BO paper's Split baseline), "random" or "kmeans++"
+        (KMeansInit only).
     budget, n_init, seed : int
     acq_options : dict, optional
         The BO methods' acquisition search options (``MixedAcquisitionOptimizer``'s), e.g.
@@ -239,8 +241,8 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
         # "set-mmd": exp(−MMD²/2ρ²) of the mean embeddings; "set-norm+mmd": the sum of the two
         normalize = {"set": False, "set-norm": True, "set-learn": "learn"}.get(method, method[len("set-"):])
         kernel = set_space_kernel("matern52", problem.space, normalize=normalize)
-    elif method == "random":
-        kernel = "random"
+    elif method in ("random", "auto"):    # "auto": the Optimizer's default, the default set kernel on a set space
+        kernel = method
     else:
         raise ValueError(f"unknown set benchmark method {method!r}; choose from {SET_METHODS}")
     return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
@@ -253,8 +255,9 @@ def add_parser(commands):
     b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, setcoverage, "
                                    "setchamfer, kmeansinit, pmedian, setperiodic, setdensity; with 24-60 variables: "
                                    "contamination, labs, isingsparsification, maxsatweighted, mixed10c20n")
-    b.add_argument("--kernel", default="modlap",
-                   help="comma-separated kernels (modlap, prodlap, moddif, hierarchical, ..., random); "
+    b.add_argument("--kernel", default="auto",
+                   help="comma-separated kernels (auto: Optimizer's default; modlap, modlap_additive, "
+                        "prodlap, moddif, hierarchical, ..., random); "
                         "NAME-flat runs NAME on the flattened conditional space; "
                         "set problems: set, set-L<L>, set-norm, set-learn, set-mmd, set-norm+mmd, vector, split, random, "
                         "kmeans++ (kmeansinit)")

@@ -73,11 +73,11 @@ def test_bench_runs_bo_and_writes_the_table_and_json(tmp_path, capsys):
     path = tmp_path / "runs.json"
     assert main(["bench", "func2c", "--budget", "12", "--seeds", "1", "--quiet", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "fastfm bench: Func2C, kernels ['modlap'], budget 12 (10 initial), seeds 0..0" in out
+    assert "fastfm bench: Func2C, kernels ['auto'], budget 12 (10 initial), seeds 0..0" in out
     assert "(known optimum: -0.206326)" in out
     saved = json.loads(path.read_text())
     (run,) = saved["runs"]
-    assert (saved["problem"], saved["budget"], run["kernel"], run["seed"]) == ("Func2C", 12, "modlap", 0)
+    assert (saved["problem"], saved["budget"], run["kernel"], run["seed"]) == ("Func2C", 12, "auto", 0)
     assert len(run["curve"]) == 12 and run["best"] == min(run["curve"])
 
 

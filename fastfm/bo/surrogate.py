@@ -1,0 +1,225 @@
+"""The surrogate of ``Optimizer``: its candidate kernels, the fit of each suggestion (warm-started, with the
+restart schedule below) and, with kernel="auto", the choice between ModLap and AdditiveFM at each full refit.
+
+A fit is described by its record (``Optimizer._fit_record``, kept in the journal with every ask): the told count,
+the seed of its restarts, the warm start and the kernel it belongs to, the restarts, and the fitted values.  A
+loaded optimizer rebuilds the last fit from its record, bit for bit.
+"""
+import functools
+import math
+import warnings
+
+import numpy as np
+
+from ..exceptions import FastFMError
+from ..gp.priors import default_hyperparameter_prior, dimension_scaled_hyperparameter_prior
+from ..gp.selection import select_by_loo
+from ..kernels import Kernel, make_kernel
+
+__all__ = ["ModelFitWarning", "WARM_RESTARTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS"]
+
+_FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
+# kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
+_UNIT_DIAGONAL_KERNELS = ("modlap", "moddif", "fm")
+
+class ModelFitWarning(RuntimeWarning):
+    """The surrogate could not be fitted; a random point was suggested instead."""
+
+
+
+
+class _Surrogate:
+    """The model half of ``Optimizer`` (a mixin: it reads the optimizer's space, trials, settings and rng)."""
+
+    def _build_kernels(self, kernel):
+        """{name: kernel} of the fits' candidates (``_fit``)."""
+        if isinstance(kernel, str) and kernel.lower() == "auto":
+            if _admits_additive(self.space):
+                return {name: self._build_kernel(name) for name in ("modlap", "modlap_additive")}
+            return {"modlap": self._build_kernel("auto")}
+        return {"kernel": self._build_kernel(kernel)}
+
+    def _build_kernel(self, kernel):
+        if isinstance(kernel, Kernel):
+            return kernel
+        if not isinstance(kernel, str):
+            raise ValueError(f"kernel must be a name or a Kernel object, got kernel={kernel!r}")
+        name = kernel.lower()
+        # a space with Set parameters: make_kernel multiplies the named kernel on the other
+        # parameters (Matern52 when they have no discrete one) by a SetKernel per set
+        if self.space.n_discrete == 0 and name in _FM_KERNEL_NAMES + ("auto",) and not self.space.set_params:
+            # integers searched as rounded continuous variables (Integer(encoding="auto")) make a continuous
+            # space by design, and "auto" asks for no FM kernel in particular: no warning then
+            if not self.space.rounded_params and name != "auto":
+                warnings.warn(f"kernel {kernel!r} needs discrete variables; using Matern52 on this continuous space",
+                              RuntimeWarning, stacklevel=4)
+            name = "matern52"
+        name = "modlap" if name == "auto" else name
+        # FM kernels with a unit diagonal: else the ends of an ordinal's path draw every suggestion (kernels.fm)
+        options = {"unit_diagonal": True} if name in _UNIT_DIAGONAL_KERNELS else {}
+        return make_kernel(name, self.space, backend=self.backend, **options)
+
+    def _training_data(self):
+        """(X, y) the model is fitted on: the successes, and the failures at the worst value seen when imputed."""
+        failed = np.array([t.failed for t in self._trials])
+        y = np.array([t.value for t in self._trials])
+        if self.failures == "impute" and failed.any():
+            y = np.where(failed, np.max(y[~failed]), y)
+            return self._X, y
+        return self._X[~failed], y[~failed]
+
+    def _fit_model(self):
+        """The GP on the told data: the cached fit when nothing was told since, else a new fit warm-started at
+        the last one's hyperparameters (None, with a ModelFitWarning, when the fit fails)."""
+        if self._gp is not None and self._fit_record["n_told"] == self.n_told:
+            return self._gp
+        warm = None if self._fit_record is None else [self._fit_record["params"], self._fit_record["noise"]]
+        record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm,
+                  "n_restarts": _restarts_of_fit(self.n_restarts, warm is not None, self.n_told)}
+        if len(self._kernels) > 1:     # the kernel the warm start belongs to (journals of one kernel: no key)
+            record["warm_kernel"] = None if self._fit_record is None else self._fit_record["kernel"]
+        try:
+            gp = self._fit(record, self._gp.kernel_ if self._gp is not None else None)
+        except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.warn(f"fastfm: GP fit failed ({type(exc).__name__}: {exc}); suggesting a random point",
+                          ModelFitWarning, stacklevel=5)
+            self.last_suggestion_info = {"source": "random (fit failed)", "error": str(exc)}
+            return None
+        record.update(params=_kernel_values(gp.kernel_), noise=float(gp.noise_))
+        self._gp, self._fit_record = gp, record
+        return gp
+
+    def _fit(self, record, warm_kernel=None):
+        """The GP of a fit record: the one candidate kernel, or with several (kernel="auto") the one fitted since
+        the last full refit, and at a full refit each of them, keeping the best by leave-one-out predictive
+        density (``gp.selection``; the choice goes into ``record["kernel"]``)."""
+        X, y = self._training_data()
+        if len(self._kernels) == 1:
+            return self._fit_kernel(next(iter(self._kernels)), record, warm_kernel, X, y)
+        if record["warm"] is not None and not _is_full_refit(record["n_told"]):
+            names = [record["warm_kernel"]]
+        else:
+            names = list(self._kernels)
+        gps, errors = {}, []
+        for name in names:
+            try:
+                gps[name] = self._fit_kernel(name, record, warm_kernel, X, y)
+            except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
+                errors.append(exc)
+        if not gps:
+            raise errors[0]
+        record["kernel"] = select_by_loo(gps)
+        return gps[record["kernel"]]
+
+    def _fit_kernel(self, name, record, warm_kernel, X, y):
+        """The GP with candidate kernel ``name`` fitted to (X, y) as ``record`` says."""
+        from ..gp import GaussianProcessRegressor
+
+        # warm start: the previous fit's hyperparameters are the first restart (its kernel object when this
+        # process made it, else the same values restored from the journal, bit for bit); with several
+        # candidates only the previous fit's own kernel starts there
+        warm = record["warm"] if record.get("warm_kernel", name) == name else None
+        kernel = self._kernels[name]
+        if warm is not None:
+            kernel = warm_kernel if warm_kernel is not None else _with_kernel_values(kernel, warm[0])
+        options = {"n_restarts": record.get("n_restarts", self.n_restarts), "log_transform_y": self.log_transform_y}
+        if self.hyperparameter_prior is not None:
+            options["theta_prior"] = self.hyperparameter_prior(kernel)
+        if warm is not None:
+            options["noise"] = warm[1]
+        options.update(self.gp_options)
+        gp = GaussianProcessRegressor(kernel, random_state=record["seed"], **options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # jitter notices: expected at times in BO
+            gp.fit(X, y)
+        return gp
+
+    def _restore_fit(self, record):
+        """On load: the fit the recorded run held after this ask (refitted only if the next ask would reuse it)."""
+        if record is None or record == self._fit_record:
+            return
+        self._fit_record = record
+        self._gp = None
+
+
+# A warm-started refit (one more value told since the last fit) runs WARM_RESTARTS random restart next to the
+# warm start and the kernel's θ; the first fit, and each refit at which the data have grown by a factor of
+# FULL_REFIT_GROWTH since the last such refit, runs all n_restarts.  The previous optimum is most often still the
+# optimum after one more point (Optuna's GPSampler refits from it alone); the periodic full fit lets a run leave a
+# mode it has outgrown.  A geometric schedule (10, 12, 15, 19, 23, 29, ... 87, 109, 136 told values) rather than
+# every 5th, and 1 warm restart rather than 2: at 100 observations a full fit took 0.30 s against 0.05 s warm on
+# Func3C, and the two kept the average suggestion 1.3-1.9x GPSampler's; 40 seeds at 60 evaluations and 5 at 200
+# measured them level (issue 24 §3; docs/benchmarks/suggestion.md, "Fewer restarts of a warm fit").
+WARM_RESTARTS = 1
+FULL_REFIT_GROWTH = 1.25
+
+
+def _restarts_of_fit(n_restarts, warm, n_told):
+    """The random restarts of the fit at ``n_told`` values (``warm``: a previous fit's optimum is a start)."""
+    return n_restarts if not warm or _is_full_refit(n_told) else min(n_restarts, WARM_RESTARTS)
+
+
+def _is_full_refit(n_told):
+    """Whether ``n_told`` is where floor(log n / log FULL_REFIT_GROWTH) steps up: a stateless geometric schedule
+    (a loaded journal refits exactly as the run did)."""
+    def step(n):
+        return math.floor(math.log(n) / math.log(FULL_REFIT_GROWTH) + 1e-9)
+    return n_told > 1 and step(n_told) > step(n_told - 1)
+
+
+# hyperparameter_prior="auto" takes the dimension-scaled lengthscale prior (Hvarfner et al. 2024) on spaces of
+# this many encoded columns or more: the issue's "many variables" (20-60).  On Mixed10C20N (30 columns, seeds 0-9,
+# 100 evaluations) it took the best value from 8.64 +- 0.51 to 7.16 +- 0.51 (better on 9 of 10 seeds); on the
+# all-discrete large problems it is the default prior (no lengthscales); on the paper's problems (4-6 columns)
+# the shift measured level within noise at 60 evaluations (30 seeds: Func2C -0.130 vs -0.130, Func3C -0.432 vs
+# -0.466, Ackley5C 0.774 vs 0.723), and "auto" leaves them as they were (docs/benchmarks/bo-efficiency.md,
+# "Many variables").  Spaces with Set parameters keep the default prior: the shift was not measured there.
+DIMENSION_SCALED_MIN_DIMS = 20
+
+
+# kernel="auto" fits AdditiveFM next to ModLap, and each full refit keeps the one with the better leave-one-out
+# predictive density, on spaces with a discrete variable, no Set and fewer encoded columns than this.  Why: with
+# 10-60 observations the product kernel cannot carry what one nominal value showed in one combination to the
+# others, and AdditiveFM's one-variable terms can (its module docstring), but on objectives without main effects
+# its P·(d + 3) more hyperparameters cost (LABS, IsingSparsification) and at 10-20 points they overfit (Func3C at
+# 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (20 seeds) Ackley5C
+# 0.796 -> 0.55, Func2C -0.137 -> -0.148, Func3C level, and Func3C at 30 kept ModLap's value where AdditiveFM
+# alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run").  From 20 columns on ModLap is
+# kept alone: a term per variable is 2-6x ModLap's time per suggestion there (Issue 24 §3's budget).
+ADDITIVE_MAX_DIMS = 20
+
+
+def _admits_additive(space):
+    """Whether kernel="auto" considers AdditiveFM on ``space`` (ADDITIVE_MAX_DIMS)."""
+    return space.n_discrete > 0 and not space.set_params and space.n_dims < ADDITIVE_MAX_DIMS
+
+
+def _hyperparameter_prior(value, space):
+    """The callable ``kernel -> prior`` of ``Optimizer(hyperparameter_prior=value)``, or None."""
+    if isinstance(value, str) and value == "auto":
+        value = "dimension_scaled" if space.n_dims >= DIMENSION_SCALED_MIN_DIMS and not space.set_params else "default"
+    if isinstance(value, str) and value == "default":
+        return default_hyperparameter_prior
+    if isinstance(value, str) and value == "dimension_scaled":
+        return functools.partial(dimension_scaled_hyperparameter_prior, n_dims=space.n_dims)
+    if value is not None and not callable(value):
+        raise ValueError("hyperparameter_prior must be 'auto', 'default', 'dimension_scaled', None or a callable "
+                         f"kernel -> prior, got hyperparameter_prior={value!r}")
+    return value
+
+
+def _kernel_values(kernel):
+    """The kernel's hyperparameter values by name, exactly (not their logs: exp(log v) is not always v)."""
+    return {name: np.asarray(value, dtype=float).tolist() for name, value in kernel.get_params().items()}
+
+
+def _with_kernel_values(kernel, values):
+    """A copy of ``kernel`` holding ``values`` (``_kernel_values`` of a kernel of the same structure)."""
+    import copy
+    clone = copy.deepcopy(kernel)
+    for name, value in values.items():
+        owner, path = clone, name.split("__")
+        for part in path[:-1]:
+            owner = getattr(owner, part)
+        setattr(owner, path[-1], np.array(value, dtype=float) if isinstance(value, list) else float(value))
+    return clone
