@@ -27,7 +27,7 @@ def run_experiment(config):
 
 if __name__ == "__main__":
     random.seed(0)
-    optimizer = ff.Optimizer(space, kernel="modlap", n_init=8, seed=0)
+    optimizer = ff.Optimizer(space, n_init=8, seed=0)
     for step in range(25):
         config = optimizer.ask()
         try:

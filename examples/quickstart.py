@@ -20,6 +20,6 @@ def validation_loss(config):
 
 
 if __name__ == "__main__":
-    result = ff.minimize(validation_loss, space, n_iter=40, n_init=10, kernel="modlap", seed=0)
+    result = ff.minimize(validation_loss, space, n_iter=40, n_init=10, seed=0)
     print("best config:", result.x)
     print("best value: ", round(result.fun, 4), f"({result.n_evals} evaluations, {result.n_failed} failed)")
