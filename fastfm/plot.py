@@ -26,7 +26,7 @@ import numpy as np
 
 from .bo import Optimizer
 from .exceptions import InactiveParameterError, InvalidValueError, MissingParameterError
-from .kernels import RBF, FMKernel, GraphKernel, Kernel, Matern52, Product, SubspaceKernel, Sum
+from .kernels import RBF, AdditiveFM, FMKernel, GraphKernel, Kernel, Matern52, Product, SubspaceKernel, Sum
 from .space import Integer, Set
 
 __all__ = ["convergence", "evaluations_over_time", "parameter_importance", "slice_1d", "slice_2d"]
@@ -263,12 +263,16 @@ def _relevance_by_parameter(kernel):
         return {**first, **second}
     if isinstance(kernel, SubspaceKernel):
         return _relevance_by_parameter(kernel.kernel)
-    if not isinstance(kernel, (FMKernel, GraphKernel, RBF, Matern52)):
+    # AdditiveFM: its product's lengthscales and βs (its "lengthscale" and "beta"; the terms' main effects are
+    # hyperparameters of their own, "additive_*")
+    fm_like = (FMKernel, AdditiveFM)
+    if not isinstance(kernel, fm_like + (GraphKernel, RBF, Matern52)):
         raise TypeError(f"parameter_importance reads lengthscales and graph betas of FMKernel (ModLap, ModDif), "
-                        f"GraphKernel, RBF, Matern52 and their sums and products; got {type(kernel).__name__}")
+                        f"AdditiveFM, GraphKernel, RBF, Matern52 and their sums and products; got "
+                        f"{type(kernel).__name__}")
     space = kernel.space
     relevance = {}
-    if isinstance(kernel, (FMKernel, RBF, Matern52)):
+    if isinstance(kernel, fm_like + (RBF, Matern52)):
         if space is None:        # a kernel on plain arrays: its columns have no names
             n = int(np.size(kernel.lengthscale))
             inverse = 1.0 / _broadcast(kernel, "lengthscale", n)
@@ -278,7 +282,7 @@ def _relevance_by_parameter(kernel):
             # a Set spans several columns (points × coordinates): the mean of their inverse lengthscales
             columns = np.atleast_1d(np.arange(space.n_continuous)[space.column(param.name)])
             relevance[param.name] = (float(inverse[columns].mean()), "continuous")
-    if isinstance(kernel, (FMKernel, GraphKernel)):
+    if isinstance(kernel, fm_like + (GraphKernel,)):
         inverse_beta = 1.0 / _broadcast(kernel, "beta", space.n_discrete)
         for index, param in enumerate(space.discrete_params):
             relevance[param.name] = (float(inverse_beta[index]), "discrete")
@@ -295,7 +299,8 @@ def parameter_importance(model_or_result, ax=None, color_continuous="C0", color_
       squared distance: small β keeps the high graph frequencies, the states are little correlated and the
       model changes much from one state to the next (on a complete graph the correlation of two states is
       β/(1 + β) at zero continuous distance); large β smooths them into one.  α, the strength of the
-      continuous modulation of that factor, is not a relevance and is not shown.
+      continuous modulation of that factor, is not a relevance and is not shown.  ``AdditiveFM`` (what
+      kernel="auto" may choose): those of its product part.
 
     The two kinds are on different scales: compare continuous parameters with each other and discrete ones
     with each other.  The y axis is logarithmic (relevances span decades).

@@ -46,10 +46,10 @@ def test_minimize_on_a_mixed_space_with_a_set_improves_on_its_initial_design():
     def objective(config):
         return coverage(config) + config["shift"]
 
-    result = ff.minimize(objective, space, n_iter=14, n_init=8, seed=1, progress=False, n_restarts=2,
+    result = ff.minimize(objective, space, n_iter=20, n_init=8, seed=1, progress=False, n_restarts=2,
                          acq_options=FAST)
     values = np.array([v for _, v, _ in result.history])
-    assert result.n_failed == 0 and len(values) == 14
+    assert result.n_failed == 0 and len(values) == 20
     assert values[8:].min() < values[:8].min()
 
 

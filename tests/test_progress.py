@@ -37,6 +37,6 @@ def test_minimize_shows_its_progress_only_when_asked(progress, capsys):
     ff.minimize(lambda c: c["x"] ** 2 + (c["c"] == "b"), space, n_iter=3, n_init=3, seed=0, progress=progress)
     err = capsys.readouterr().err
     if progress:
-        assert "fastfm[modlap]" in err and "3/3" in err and "best=" in err
+        assert "fastfm[auto]" in err and "3/3" in err and "best=" in err
     else:
         assert err == ""

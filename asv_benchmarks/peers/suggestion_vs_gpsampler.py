@@ -10,8 +10,9 @@ both single-threaded.  Optuna sees the fastfm space as ``head_to_head.py`` maps 
 
     PYTHONPATH=. python asv_benchmarks/peers/suggestion_vs_gpsampler.py --problems func3c contamination --n-obs 50 100
 
-``--kernels modlap modlap_additive`` times one fastfm optimizer per kernel name on the same observations (each
-told its own suggestions), in turn with GPSampler.
+``--kernels auto modlap`` times one fastfm optimizer per kernel name on the same observations (each told its own
+suggestions), in turn with GPSampler; default: the library's default, "auto", whose cells also say how many of
+the timed suggestions used AdditiveFM (the kernel its last full refit chose).
 """
 import argparse
 import os
@@ -47,13 +48,14 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
             optimizer.tell(config, value)
     study.sampler = optuna.samplers.GPSampler(seed=seed)
     times = {**{kernel: [] for kernel in kernels}, "gpsampler": []}
+    times["chosen"] = {kernel: [] for kernel in kernels}
 
     def fastfm_step(optimizer):
         start = time.perf_counter()
         config = optimizer.ask()
         elapsed = time.perf_counter() - start
         optimizer.tell(config, float(problem(config)))
-        return elapsed
+        return elapsed, optimizer.last_suggestion_info.get("kernel")
 
     def gpsampler_step():
         start = time.perf_counter()
@@ -69,9 +71,18 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
         gpsampler_step()
         for _ in range(repeats):
             for kernel, optimizer in optimizers.items():
-                times[kernel].append(fastfm_step(optimizer))
+                elapsed, chosen = fastfm_step(optimizer)
+                times[kernel].append(elapsed)
+                times["chosen"][kernel].append(chosen)
             times["gpsampler"].append(gpsampler_step())
     return times
+
+
+def _choices(chosen):
+    """A cell's note of kernel="auto"'s choices, ' (AdditiveFM k/n)'; '' for a single kernel."""
+    if all(name is None for name in chosen):
+        return ""
+    return f" (AdditiveFM {sum(name == 'modlap_additive' for name in chosen)}/{len(chosen)})"
 
 
 def main(argv=None):
@@ -80,7 +91,7 @@ def main(argv=None):
     parser.add_argument("--n-obs", nargs="+", type=int, default=[50, 100])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kernels", nargs="+", default=["modlap"], help="fastfm kernel names, each timed")
+    parser.add_argument("--kernels", nargs="+", default=["auto"], help="fastfm kernel names, each timed")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     warnings.simplefilter("ignore")
@@ -94,7 +105,8 @@ def main(argv=None):
         for n in args.n_obs:
             times = measure(name, n, args.repeats, args.seed, args.kernels)
             peer = np.mean(times["gpsampler"])
-            cells = [f"{np.mean(times[kernel]):.3f} | {peer / np.mean(times[kernel]):.2f}×" for kernel in args.kernels]
+            cells = [f"{np.mean(times[kernel]):.3f}{_choices(times['chosen'][kernel])} | "
+                     f"{peer / np.mean(times[kernel]):.2f}×" for kernel in args.kernels]
             print(f"| {name} | {n} | {peer:.3f} | {' | '.join(cells)} |", flush=True)
     _common.finish(meta, [], None)
 

@@ -190,7 +190,7 @@ def minimize(fun, space, n_iter=200, n_init=10, kernel="auto", seed=0, progress=
         the run goes on.
     space : Space
     n_iter : int, default 200
-        Total number of evaluations told, the ``n_init`` random ones (and, when continuing a journal, the
+        Total number of evaluations told, the ``n_init`` initial ones (and, when continuing a journal, the
         ones already in it) included.
     n_init : int, default 10
     kernel : str or Kernel, default "auto"

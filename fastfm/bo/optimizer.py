@@ -42,6 +42,7 @@ from .trials import PendingTrial, Suggestion, Trial
 __all__ = ["Optimizer", "ModelFitWarning"]
 
 _FAILURE_MODES = ("impute", "ignore")
+_INITIAL_DESIGNS = ("stratified", "random")
 
 
 def _jsonable_setting(value):
@@ -164,6 +165,7 @@ class _TrialRecords:
             if replay:
                 self._rng.bit_generator.state = record["rng"]
                 self._restore_fit(record.get("fit"))
+                self._design_seed = record.get("design_seed", self._design_seed)
         elif kind == "tell":
             if trial_id in self._told:           # a repeated record (two writers racing): keep the first
                 return
@@ -206,7 +208,11 @@ class Optimizer(_Surrogate, _TrialRecords):
         predicts the told values better left out (``fastfm.gp.selection``), and
         ``last_suggestion_info["kernel"]`` names it.
     n_init : int, default 10
-        Random initial points (asked, pending ones included) before the model is used.
+        Initial points (asked, pending ones included) before the model is used.
+    initial_design : {"stratified", "random"}, default "stratified"
+        Where the initial points come from: "stratified" is one ``Space.sample_stratified_encoded`` design of
+        ``n_init`` points (a Latin hypercube on the continuous parameters, the states of each discrete one
+        equally often), "random" independent uniform draws.  Random search (kernel="random") is always random.
     seed : int or None
         The same seed gives the same run.
     acquisition : {"logei", "ei", "ucb"}
@@ -256,7 +262,7 @@ class Optimizer(_Surrogate, _TrialRecords):
     def __init__(self, space, kernel="auto", n_init=10, seed=None, acquisition="logei", n_restarts=10,
                  log_transform_y="auto", acq_options=None, backend="auto", gp_options=None,
                  hyperparameter_prior="auto", pending="believer", failures="impute", storage=None,
-                 trust_region=None):
+                 trust_region=None, initial_design="stratified"):
         if not isinstance(n_init, numbers.Integral) or n_init < 1:
             raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
         acquisition_function(acquisition, 0.0)  # validate the name now
@@ -267,12 +273,17 @@ class Optimizer(_Surrogate, _TrialRecords):
             raise ValueError(f"pending must be one of {list(fantasy.FANTASY_STRATEGIES)}, got pending={pending!r}")
         if failures not in _FAILURE_MODES:
             raise ValueError(f"failures must be one of {list(_FAILURE_MODES)}, got failures={failures!r}")
+        if initial_design not in _INITIAL_DESIGNS:
+            raise ValueError(f"initial_design must be one of {list(_INITIAL_DESIGNS)}, got initial_design="
+                             f"{initial_design!r}")
         self._trust_region = _tr.trust_region_setting(trust_region)
         self._settings = {
             "kernel": kernel, "n_init": int(n_init), "seed": seed, "acquisition": acquisition,
             "n_restarts": int(n_restarts), "log_transform_y": log_transform_y, "acq_options": acq_options,
             "backend": backend, "gp_options": gp_options, "hyperparameter_prior": hyperparameter_prior,
             "pending": pending, "failures": failures, **_trust_region_settings(self._trust_region)}
+        if initial_design != "stratified":     # journals of the default keep the header they had
+            self._settings["initial_design"] = initial_design
         self.space = space
         self.n_init = int(n_init)
         self.seed = seed
@@ -283,6 +294,8 @@ class Optimizer(_Surrogate, _TrialRecords):
         self.gp_options = dict(gp_options or {})
         self.pending_strategy = pending
         self.failures = failures
+        self.initial_design = initial_design
+        self._design_seed = None                   # drawn at the first design point; kept in the journal
         self.hyperparameter_prior = _hyperparameter_prior(hyperparameter_prior, space)
         self._rng = np.random.default_rng(seed)
         self._random_search = isinstance(kernel, str) and kernel.lower() == "random"
@@ -367,7 +380,8 @@ class Optimizer(_Surrogate, _TrialRecords):
                 self._commit({"type": "ask", "id": trial_id, "x": x.tolist(), "config": _jsonable_config(config),
                               "suggest_time": time.perf_counter() - start,
                               "source": self.last_suggestion_info.get("source"), "worker": worker_identity(),
-                              "time": time.time(), "rng": self._rng.bit_generator.state, "fit": self._fit_record})
+                              "time": time.time(), "rng": self._rng.bit_generator.state, "fit": self._fit_record,
+                              **({} if self._design_seed is None else {"design_seed": self._design_seed})})
                 yield Suggestion(copy.deepcopy(self._pending[trial_id].config), trial_id)
 
     def tell(self, x, y, *, error=None, eval_time=float("nan")):
@@ -495,6 +509,9 @@ class Optimizer(_Surrogate, _TrialRecords):
 
     def _random_point(self):
         excluded = self._excluded()
+        x = _design_point(self, excluded)
+        if x is not None:
+            return x
         for _ in range(1000):
             x = self.space.sample_encoded(1, seed=self._rng)[0]
             if not self._acq_optimizer._is_duplicate(x, excluded):
@@ -522,6 +539,20 @@ class Optimizer(_Surrogate, _TrialRecords):
         if "kernel" in self._fit_record:
             self.last_suggestion_info["kernel"] = self._fit_record["kernel"]
         return result.x
+
+
+def _design_point(optimizer, excluded):
+    """The next point of the optimizer's stratified initial design (the one at the index of told + pending, so
+    that a batch, a loaded journal and processes sharing one continue the same design), or None: random search,
+    initial_design="random", past n_init, or the point already told or pending."""
+    index = optimizer.n_told + len(optimizer._pending)
+    if optimizer._random_search or optimizer.initial_design != "stratified" or index >= optimizer.n_init:
+        return None
+    if optimizer._design_seed is None:
+        optimizer._design_seed = int(optimizer._rng.integers(1 << 62))
+    design = optimizer.space.sample_stratified_encoded(optimizer.n_init, seed=optimizer._design_seed)
+    x = design[index]
+    return None if optimizer._acq_optimizer._is_duplicate(x, excluded) else x
 
 
 def _trust_region_settings(settings):

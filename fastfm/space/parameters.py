@@ -122,6 +122,11 @@ class Parameter:
         """``n`` uniformly random encoded values."""
         raise NotImplementedError
 
+    def stratified_codes(self, rng, n):
+        """``n`` encoded values spread evenly over the parameter, in random order (``Space.sample_stratified_encoded``):
+        uniformly random where a parameter has no finer rule."""
+        return self.sample_codes(rng, n)
+
 
 class _UnitRange:
     """The map of a (log-)scaled range [low, high] onto [0, 1]: ``Real``, and ``Integer`` searched as a rounded
@@ -193,6 +198,9 @@ class Real(_UnitRange, Parameter):
     def sample_codes(self, rng, n):
         return rng.random(n)
 
+    def stratified_codes(self, rng, n):
+        return _latin_hypercube_column(rng, n)
+
 
 class _DiscreteParameter(Parameter):
     """A parameter with finitely many states, each a vertex of a graph."""
@@ -214,6 +222,9 @@ class _DiscreteParameter(Parameter):
 
     def sample_codes(self, rng, n):
         return rng.integers(0, self.n_states, size=n).astype(float)
+
+    def stratified_codes(self, rng, n):
+        return _balanced_states(rng, self.n_states, n).astype(float)
 
     def adjacency(self):
         """Weighted adjacency matrix of the graph, shape (n_states, n_states)."""
@@ -369,6 +380,10 @@ class Ordinal(_Ordered, _ChoiceParameter):
         codes = super().sample_codes(rng, n)
         return codes / (self.n_states - 1) if self.is_continuous else codes
 
+    def stratified_codes(self, rng, n):
+        codes = super().stratified_codes(rng, n)
+        return codes / (self.n_states - 1) if self.is_continuous else codes
+
 
 # An Integer with more values than this is searched as a rounded continuous variable
 # (encoding="auto"); measured in docs/benchmarks/robustness.md, "Integers".
@@ -494,6 +509,14 @@ class Integer(_UnitRange, _Ordered, _DiscreteParameter):
             return self.snap_codes(rng.random(n))
         return (rng.integers(self.low, self.high + 1, size=n) - self.low) / float(self.high - self.low)
 
+    def stratified_codes(self, rng, n):
+        if not self.is_continuous:
+            return super().stratified_codes(rng, n)
+        if self.log:
+            return self.snap_codes(_latin_hypercube_column(rng, n))
+        states = np.floor(_latin_hypercube_column(rng, n) * (self.high - self.low + 1))
+        return np.minimum(states, self.high - self.low) / float(self.high - self.low)
+
 
 class Graph(_DiscreteParameter):
     """A discrete variable on a user graph.
@@ -582,3 +605,14 @@ class Graph(_DiscreteParameter):
 
     def _compute_spectrum(self):
         return custom_graph_spectrum(self.name, self._n_states, self.edges, self.weights, self.normalized_laplacian)
+
+
+def _latin_hypercube_column(rng, n):
+    """One column of a Latin hypercube: one uniform draw in each of n equal strata of [0, 1), shuffled."""
+    return (rng.permutation(n) + rng.random(n)) / n
+
+
+def _balanced_states(rng, n_states, n):
+    """n states, each as often as n allows (counts differ by at most one; which states get the extra one is
+    random), shuffled: with n ≤ n_states, n distinct states."""
+    return rng.permutation(np.resize(rng.permutation(n_states), n))
