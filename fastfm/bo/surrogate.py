@@ -22,10 +22,9 @@ _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodl
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
 _UNIT_DIAGONAL_KERNELS = ("modlap", "moddif", "fm")
 
+
 class ModelFitWarning(RuntimeWarning):
     """The surrogate could not be fitted; a random point was suggested instead."""
-
-
 
 
 class _Surrogate:
@@ -96,10 +95,8 @@ class _Surrogate:
         X, y = self._training_data()
         if len(self._kernels) == 1:
             return self._fit_kernel(next(iter(self._kernels)), record, warm_kernel, X, y)
-        if record["warm"] is not None and not _is_full_refit(record["n_told"]):
-            names = [record["warm_kernel"]]
-        else:
-            names = list(self._kernels)
+        full = _is_full_fit(record["warm"] is not None, record["n_told"])
+        names = list(self._kernels) if full else [record["warm_kernel"]]
         gps, errors = {}, []
         for name in names:
             try:
@@ -156,7 +153,13 @@ FULL_REFIT_GROWTH = 1.25
 
 def _restarts_of_fit(n_restarts, warm, n_told):
     """The random restarts of the fit at ``n_told`` values (``warm``: a previous fit's optimum is a start)."""
-    return n_restarts if not warm or _is_full_refit(n_told) else min(n_restarts, WARM_RESTARTS)
+    return n_restarts if _is_full_fit(warm, n_told) else min(n_restarts, WARM_RESTARTS)
+
+
+def _is_full_fit(warm, n_told):
+    """Whether the fit at ``n_told`` values runs all restarts (and, with kernel="auto", fits every candidate): the
+    first fit, and the full refits of the schedule."""
+    return not warm or _is_full_refit(n_told)
 
 
 def _is_full_refit(n_told):
@@ -182,10 +185,11 @@ DIMENSION_SCALED_MIN_DIMS = 20
 # 10-60 observations the product kernel cannot carry what one nominal value showed in one combination to the
 # others, and AdditiveFM's one-variable terms can (its module docstring), but on objectives without main effects
 # its P·(d + 3) more hyperparameters cost (LABS, IsingSparsification) and at 10-20 points they overfit (Func3C at
-# 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (20 seeds) Ackley5C
-# 0.796 -> 0.55, Func2C -0.137 -> -0.148, Func3C level, and Func3C at 30 kept ModLap's value where AdditiveFM
-# alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run").  From 20 columns on ModLap is
-# kept alone: a term per variable is 2-6x ModLap's time per suggestion there (Issue 24 §3's budget).
+# 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (40 seeds) Ackley5C
+# 0.796 -> 0.615, Func2C -0.137 -> -0.165, Func3C level (-0.454 -> -0.507), and Func3C at 30 kept ModLap's value
+# where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified
+# initial design").  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's.  From 20 columns
+# on ModLap is kept alone: a term per variable is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
 ADDITIVE_MAX_DIMS = 20
 
 

@@ -441,11 +441,7 @@ class Space:
     # --------------------------------------------------------------- sampling
     def sample_encoded(self, n, seed=None):
         """``n`` uniformly random points, encoded, shape (n, n_dims)."""
-        rng = np.random.default_rng(seed)
-        X = np.empty((int(n), self.n_dims))
-        for p in self.parameters:
-            X[:, self._column[p.name]] = p.sample_codes(rng, int(n))
-        return self.enforce_conditions(X, rng)
+        return self._encoded_points(n, seed, lambda p, rng, size: p.sample_codes(rng, size))
 
     def sample_stratified_encoded(self, n, seed=None):
         """``n`` points, encoded, shape (n, n_dims), each parameter spread evenly over them: a Latin hypercube on the
@@ -453,14 +449,20 @@ class Space:
         more), each column shuffled on its own; Sets uniformly random.  In a conditional space a parameter is
         stratified over all n points and then cleared where it is inactive (and drawn where it became active).
 
-        Why: the initial design of BO.  With 10 random points a nominal variable of 3–5 states often misses a
-        state or sees one 4 times; on Func2C the balanced design took BO's best at 60 evaluations from −0.16 to
-        −0.19 (docs/benchmarks/bo-efficiency.md, "The initial design").
+        Why: the initial design of BO (``Optimizer(initial_design="stratified")``).  With 10 random points a
+        nominal variable of 3–5 states often misses a state or sees one 4 times.  Measured at 60 evaluations
+        over 40 seeds it was level with random points on Func2C and Func3C and ahead on Ackley5C
+        (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified initial design").
         """
+        return self._encoded_points(n, seed, lambda p, rng, size: p.stratified_codes(rng, size))
+
+    def _encoded_points(self, n, seed, codes_of):
+        """``n`` encoded points whose column(s) of each parameter p are ``codes_of(p, rng, n)``, the conditions
+        then enforced."""
         rng = np.random.default_rng(seed)
         X = np.empty((int(n), self.n_dims))
         for p in self.parameters:
-            X[:, self._column[p.name]] = p.stratified_codes(rng, int(n))
+            X[:, self._column[p.name]] = codes_of(p, rng, int(n))
         return self.enforce_conditions(X, rng)
 
     def sample(self, n, seed=None):
