@@ -121,9 +121,10 @@ def test_prior_enters_objective_and_gradient():
 
 
 # ----------------------------------------------------------------------------- one N × N buffer per evaluation
-@pytest.mark.parametrize("n, block", [(1, 4), (7, 3), (9, 3), (10, 16), (300, 128)])
-def test_overwrite_strict_lower_mirrors_or_zeros_in_blocks(monkeypatch, n, block):
+@pytest.mark.parametrize("n, block, masked", [(1, 4, 512), (7, 3, 0), (9, 3, 0), (10, 16, 0), (300, 128, 0), (300, 128, 512)])
+def test_overwrite_strict_lower_mirrors_or_zeros(monkeypatch, n, block, masked):
     monkeypatch.setattr(_linalg, "_MIRROR_BLOCK", block)
+    monkeypatch.setattr(_linalg, "_MASKED_MIRROR_MAX_N", masked)   # 0: the blocks at every side
     M = np.random.default_rng(n).standard_normal((n, n))
     upper = np.triu(M)
     mirrored = M.copy()

@@ -81,14 +81,8 @@ class _ModulatedKernel(SpaceKernel):
         return self._normaliser_at(self._betas())
 
     def _normaliser_at(self, betas):
-        # c_p = (1/n_p) Σ_g |group g| f(μ_g, 0 | β_p), all variables at once (one call per θ in a fit)
-        spectra = self.space.packed_spectra
-        beta_per_group = np.repeat(betas, np.diff(spectra.group_offsets))
-        f, _, df_dlogbeta = self._modulation.derivatives(spectra.group_values, 0.0, beta_per_group)
-        starts = spectra.group_offsets[:-1]
-        c = np.add.reduceat(spectra.group_sizes * f, starts) / spectra.n_states
-        dc = np.add.reduceat(spectra.group_sizes * df_dlogbeta, starts) / spectra.n_states
-        return float(np.exp(np.sum(np.log(c)))), dc / c
+        c, dlog_c = normaliser_layout([self.space.packed_spectra]).factors(self._modulation, betas)
+        return float(np.exp(np.sum(np.log(c)))), dlog_c
 
     def _args(self):
         """Backend arguments after the inputs: (spectra, alphas, betas, σ², modulation), memoised."""
@@ -113,6 +107,53 @@ class _ModulatedKernel(SpaceKernel):
         K_diag = self._effective_variance() * self._diag_factors(D)
         return _add_zero_distance_share(vector, beta_start, D, w_diag * K_diag,
                                         self._memo("diag_tables", self._compute_diag_tables)[1])
+
+
+class _NormaliserLayout:
+    """The eigenvalue groups of the variables of one or more PackedSpectra, concatenated, for the factors of
+    the variance parameterisation (module docstring) of all their variables in one pass:
+
+        c_p(β_p) = (1/n_p) Σ_g |g| f(μ_g, 0 | β_p)   and   ∂log c_p/∂log β_p.
+
+    One set of spectra serves an FM kernel (one call per θ in a fit); several serve a kernel made of FM
+    kernels (AdditiveFM), whose P + 1 normalisers cost one pass instead of P + 1."""
+
+    def __init__(self, spectra_list):
+        self.group_values = np.concatenate([s.group_values for s in spectra_list])
+        self.group_sizes = np.concatenate([s.group_sizes for s in spectra_list])
+        self.n_states = np.concatenate([s.n_states for s in spectra_list])
+        groups_per_variable = np.concatenate([np.diff(s.group_offsets) for s in spectra_list])
+        self.group_variable = np.repeat(np.arange(len(self.n_states)), groups_per_variable)
+        self.starts = np.concatenate([[0], np.cumsum(groups_per_variable)[:-1]]).astype(np.int64)
+
+    def factors(self, modulation, betas):
+        """(c_p, ∂log c_p/∂log β_p) for every variable p, given its β_p (arrays of shape (n_variables,))."""
+        f, _, df_dlogbeta = modulation.derivatives(self.group_values, 0.0, np.asarray(betas)[self.group_variable])
+        c = np.add.reduceat(self.group_sizes * f, self.starts) / self.n_states
+        dc = np.add.reduceat(self.group_sizes * df_dlogbeta, self.starts) / self.n_states
+        return c, dc / c
+
+
+# tuple of PackedSpectra -> _NormaliserLayout (spaces cache their PackedSpectra: built once per space); the
+# spectra are keys' members, so a layout lives as long as its spectra (weak keys need one object: a tuple of
+# weakly referenced spectra is not one, hence the id-keyed dict pruned by the spectra's finalizers)
+_normaliser_layouts = {}
+
+
+def normaliser_layout(spectra_list):
+    """The cached ``_NormaliserLayout`` of these spectra (in this order)."""
+    key = tuple(id(s) for s in spectra_list)
+    layout = _normaliser_layouts.get(key)
+    if layout is None:
+        layout = _NormaliserLayout(spectra_list)
+        _normaliser_layouts[key] = layout
+        for spectra in spectra_list:
+            try:
+                weakref.finalize(spectra, _normaliser_layouts.pop, key, None)
+            except TypeError:   # not weak-referenceable: not cached (its id could be reused)
+                del _normaliser_layouts[key]
+                break
+    return layout
 
 
 def _per_row(table, D):
@@ -570,15 +611,23 @@ class _FMLikelihoodTerms:
         values = self.log_values.copy()
         values[self.mask] = theta
         Dc, P = self.n_continuous, self.n_discrete
-        lengthscale = np.exp(values[:Dc])
-        alphas = np.exp(values[Dc:Dc + P])
         betas = np.exp(values[Dc + P:Dc + 2 * P])
         normaliser, dlog_c = self.kernel._normaliser_at(betas)
-        args = (self.spectra, alphas, betas, math.exp(values[-1]) / normaliser, self.modulation)
+        return self.arguments_at(np.exp(values[:Dc]), np.exp(values[Dc:Dc + P]), betas,
+                                 math.exp(values[-1]) / normaliser, dlog_c)
+
+    def arguments_at(self, lengthscale, alphas, betas, scaled_variance, dlog_c):
+        """``_arguments`` from the hyperparameters themselves, σ² = variance / Π c_p and ∂log Π c_p/∂log β
+        given (a kernel made of FM kernels computes its parts' normalisers together: AdditiveFM)."""
+        args = (self.spectra, alphas, betas, scaled_variance, self.modulation)
         return np.ascontiguousarray(self.C / lengthscale), args, dlog_c, betas
 
     def gram(self, theta):
-        C, args, dlog_c, betas = self._arguments(theta)
+        return self.gram_at(self._arguments(theta))
+
+    def gram_at(self, arguments):
+        """The Gram at ``arguments`` (``_arguments``, ``arguments_at``); ``reduction`` then differentiates it."""
+        C, args, dlog_c, betas = arguments
         K = self._gram(C, self.D, None, None, *args)
         tables = _unit_diagonal_tables(self.kernel.space, self.modulation, betas) if self.unit_diagonal else None
         scaling = None

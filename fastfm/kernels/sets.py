@@ -452,11 +452,18 @@ class SubspaceKernel(Kernel):
     ``kernel`` is built on ``Space(sub_parameters)``; this wrapper selects those
     parameters' columns of the full encoding, so it can be multiplied with a
     ``SetKernel`` on the same encoded arrays.  Hyperparameters are the wrapped kernel's.
+
+    ``checked_inputs=True`` promises that every array given to the private methods (``_gram``, ...) was
+    already checked against ``space`` (a kernel that owns this one and checks its inputs itself: AdditiveFM),
+    so the selected columns are not checked again.
     """
 
-    def __init__(self, kernel, space):
+    checked_inputs = False    # class default: also what a kernel pickled before the option had
+
+    def __init__(self, kernel, space, checked_inputs=False):
         self.kernel = kernel
         self.space = space
+        self.checked_inputs = bool(checked_inputs)
         sub = kernel.space
         columns = []
         for p in sub.continuous_params + sub.discrete_params:
@@ -481,6 +488,8 @@ class SubspaceKernel(Kernel):
         return np.ascontiguousarray(X)
 
     def _select(self, X):
+        if self.checked_inputs:
+            return np.ascontiguousarray(X[:, self._columns], dtype=np.float64)
         return self.kernel._check_X(X[:, self._columns])
 
     # hyperparameters: delegated
