@@ -69,13 +69,55 @@ def test_every_hyperparameter_has_a_named_prior(mixed_space):
     assert default_hyperparameter_prior(kernel).mean.shape == (kernel.n_theta + 1,)
 
 
-def test_likelihood_terms_with_a_fixed_hyperparameter_take_the_generic_path(mixed_space):
-    """All free: the components' fast paths; a fixed variance: the public Gram at every θ.  Both equal it."""
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_likelihood_terms_with_a_fixed_hyperparameter_take_the_generic_path(mixed_space, backend):
+    """All free: the fused path (_AdditiveLikelihoodTerms: one normaliser pass, W's diagonal split once); a fixed
+    variance: the public Gram at every θ.  Both equal the public Gram and reduction, and give W back (to the
+    rounding of the unit diagonal's scaling of W in place and back)."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
     X = mixed_space.sample_encoded(20, seed=5)
-    for kernel in (fk.AdditiveFM(mixed_space), fk.AdditiveFM(mixed_space, variance_bounds="fixed")):
-        theta = kernel.theta + np.random.default_rng(6).uniform(-1, 1, kernel.n_theta)
+    rng = np.random.default_rng(6)
+    W = rng.normal(size=(20, 20))
+    W = W + W.T
+    for kernel in (fk.AdditiveFM(mixed_space, backend=backend),
+                   fk.AdditiveFM(mixed_space, variance_bounds="fixed", backend=backend)):
         terms = kernel._likelihood_terms(X)
-        np.testing.assert_allclose(terms.gram(theta), kernel.clone_with_theta(theta)(X), rtol=1e-13)
+        for _ in range(2):
+            theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
+            reference = kernel.clone_with_theta(theta)
+            np.testing.assert_allclose(terms.gram(theta), reference(X), rtol=1e-13)
+            W_before = W.copy()
+            expected = reference.gradient_reduction(X, W)
+            np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-11, atol=1e-12 * np.abs(expected).max())
+            np.testing.assert_allclose(W, W_before, rtol=1e-14, atol=0)
+
+
+def test_components_follow_every_theta(mixed_space):
+    """The components' memo keys are pinned when this kernel sets their θ: a new θ, or an attribute set
+    directly, gives the Gram of a kernel built with those values."""
+    X = mixed_space.sample_encoded(15, seed=2)
+    kernel = fk.AdditiveFM(mixed_space)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        kernel.theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
+        kernel(X)
+        fresh = fk.AdditiveFM(mixed_space, **{name: getattr(kernel, name) for name, _ in kernel._hyperparameter_specs()})
+        np.testing.assert_allclose(kernel(X), fresh(X), rtol=1e-13)
+        np.testing.assert_allclose(kernel.gram_and_input_gradient(X[:3], X)[1],
+                                   fresh.gram_and_input_gradient(X[:3], X)[1], rtol=1e-12, atol=1e-14)
+    kernel.additive_variance = np.full(mixed_space.n_discrete, 2.0)
+    np.testing.assert_allclose(kernel.diag(X), kernel.variance + 2.0 * mixed_space.n_discrete, rtol=1e-13)
+
+
+def test_inputs_are_checked_once_and_still_named(mixed_space):
+    """The terms do not re-check their columns, so the kernel's own check must name a bad value."""
+    X = mixed_space.sample_encoded(4, seed=0)
+    X[1, mixed_space.n_continuous] = 7.0          # state 7 of the 3-state "a"
+    kernel = fk.AdditiveFM(mixed_space)
+    for call in (lambda: kernel(X), lambda: kernel.diag(X), lambda: kernel.gram_and_input_gradient(X, X)):
+        with pytest.raises(ff.InvalidConfigError, match="a"):
+            call()
 
 
 def test_bad_arguments_are_named(mixed_space):

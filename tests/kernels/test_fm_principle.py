@@ -91,3 +91,32 @@ def test_modlap_on_a_conditional_space_is_a_psd_similarity():
     assert np.all(np.diff(values) < 0)
     linear = space.encode([{"model": "linear", "C": 1.0}, {"model": "linear", "C": 1.0}])
     assert kernel(linear)[0, 1] == pytest.approx(kernel(linear)[0, 0], rel=1e-14)
+
+
+@pytest.mark.parametrize("kernel_class", [fk.ModLap, fk.ModDif])
+def test_variance_normalisers_of_several_kernels_in_one_pass(kernel_class):
+    """fm.normaliser_layout over several spaces' spectra gives every variable's c_p(β_p) = mean over states of
+    F_p(v, v, 0 | β_p) and ∂log c_p/∂log β_p (finite differences), as each kernel's own normaliser does."""
+    from fastfm.kernels.fm import normaliser_layout
+    spaces = [ff.Space([ff.Real("x", 0, 1), ff.Integer("i", 0, 5), ff.Categorical("a", list("abcd"))]),
+              ff.Space([ff.Ordinal("o", [1, 2, 3]), ff.Graph("g", 4, [(0, 1), (1, 2), (2, 3), (0, 2)])])]
+    kernels = [kernel_class(space) for space in spaces]
+    betas = np.array([0.3, 2.0, 0.7, 5.0])
+    modulation = kernels[0]._modulation
+    c, dlog_c = normaliser_layout([space.packed_spectra for space in spaces]).factors(modulation, betas)
+    start = 0
+    for space, kernel in zip(spaces, kernels):
+        P = space.n_discrete
+        own_product, own_dlog = kernel._normaliser_at(betas[start:start + P])
+        assert own_product == pytest.approx(np.prod(c[start:start + P]), rel=1e-14)
+        np.testing.assert_allclose(dlog_c[start:start + P], own_dlog, rtol=1e-14)
+        for p, graph in enumerate(space.graphs):
+            beta = betas[start + p]
+            diagonal = [modulation.value(graph.eigenvalues, 0.0, beta) @ graph.eigenvectors[v] ** 2
+                        for v in range(graph.n_states)]
+            assert c[start + p] == pytest.approx(np.mean(diagonal), rel=1e-12)
+            step = 1e-6
+            up, down = (np.mean([modulation.value(graph.eigenvalues, 0.0, beta * np.exp(s)) @ graph.eigenvectors[v] ** 2
+                                 for v in range(graph.n_states)]) for s in (step, -step))
+            assert dlog_c[start + p] == pytest.approx((np.log(up) - np.log(down)) / (2 * step), rel=1e-6, abs=1e-9)
+        start += P
