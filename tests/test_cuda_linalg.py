@@ -231,7 +231,7 @@ def test_restarts_run_one_after_another_when_the_likelihood_is_on_the_gpu(cuda_b
 
     monkeypatch.setattr(fitting, "thread_map", recording_thread_map)
     space = SPACES["func3c_like"]
-    n = fitting._PARALLEL_RESTART_MIN_N
+    n = int(np.ceil(np.sqrt(fitting._PARALLEL_RESTART_MIN_WORK / space.n_dims)))   # threads on the host
     X = space.sample_encoded(n, seed=2)
     with pytest.raises(Recorded):
         ff.GaussianProcessRegressor(_fm_kernel(space, backend), n_restarts=3).fit(X, np.arange(n, dtype=float))

@@ -619,8 +619,10 @@ def test_training_points_have_small_std_and_best_is_incumbent():
         GaussianProcessRegressor(RBF(CONTINUOUS), optimizer=None, noise=1e-6).fit(X, y)
 
 
-def test_parallel_restarts_give_the_serial_result():
-    """N ≥ 64 with two cores runs the starts in threads; the chosen optimum must not change."""
+def test_parallel_restarts_give_the_serial_result(monkeypatch):
+    """Enough work per likelihood (N² · d ≥ _PARALLEL_RESTART_MIN_WORK; here every N) with two cores runs the
+    starts in threads; the chosen optimum must not change."""
+    monkeypatch.setattr(fitting, "_PARALLEL_RESTART_MIN_WORK", 1)
     X, y = _data(MIXED, 70, seed=11)
     fits = []
     for threads in (1, 2):

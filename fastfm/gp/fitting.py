@@ -67,9 +67,14 @@ _REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
 # (seed 4) the raced fits left the search stuck at 0.0 where full fits reach the optimum −0.7221.
 _SCREEN_MAXITER = 10
 
-# Restarts run in parallel threads (the kernel backends release the GIL, fastfm._parallel) when the
-# Gram is big enough for a start to outweigh the thread overhead.
-_PARALLEL_RESTART_MIN_N = 64
+# Restarts run in parallel threads (the kernel backends and LAPACK release the GIL, fastfm._parallel) when a
+# likelihood evaluation's GIL-free work, about N² pairs × d encoded columns, outweighs its Python part (about
+# 0.2-0.3 ms: L-BFGS-B and the likelihood's bookkeeping, which the threads take turns at).  On two cores, one
+# suggestion (serial / threaded restarts): Func3C (d = 5) at N = 100, a full refit of ModLap 223 / 281 ms and
+# of ModLap and AdditiveFM (kernel="auto") 590 / 801 ms, at N = 150 the mean suggestion 80 / 87 ms; at N = 200
+# AdditiveFM's full refit 2532 / 2367 ms; Contamination (d = 25) at N = 60 187 / 174 ms, at N = 100 334 / 279 ms.
+# (Until issue 24 §3 the rule was N ≥ 64 whatever d.)
+_PARALLEL_RESTART_MIN_WORK = 150_000
 
 
 class Hyperparameters(NamedTuple):
@@ -170,7 +175,7 @@ def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finali
     # On a GPU the starts run one after another: in threads they would queue on the one device, each
     # holding two N × N buffers of its memory (fastfm._backends.cuda_linalg)
     on_gpu = kernel._device_module(X) is not None
-    parallel = X.shape[0] >= _PARALLEL_RESTART_MIN_N and not on_gpu
+    parallel = X.shape[0] ** 2 * X.shape[1] >= _PARALLEL_RESTART_MIN_WORK and not on_gpu
     with _linalg._serial_blas(X.shape[0]), thread_map(len(starts), parallel=parallel,
                                                       max_workers=_concurrent_factorisations(X.shape[0])) as run_all:
         results = run_all(run_start, starts)

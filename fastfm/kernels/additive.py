@@ -145,6 +145,9 @@ class AdditiveFM(SpaceKernel):
         return K
 
     def _diag(self, X):
+        if self.unit_diagonal:      # every part's prior variance at every point (the acquisition asks often)
+            return np.full(len(X), float(self.variance) + float(np.sum(self._values("additive_variance",
+                                                                                  self.space.n_discrete))))
         product, terms = self._components()
         return product._diag(X) + sum(term._diag(X) for term in terms)
 
@@ -166,7 +169,8 @@ class AdditiveFM(SpaceKernel):
         product, terms = self._components()
         K, dK = product._gram_and_input_gradient(X1, X2)
         for term in terms:
-            K_term, dK_term = term._gram_and_input_gradient(X1, X2)
+            # a term's continuous columns are all of the space's, in order: its input gradient needs no scatter
+            K_term, dK_term = term.kernel._gram_and_input_gradient(term._select(X1), term._select(X2))
             K += K_term
             dK += dK_term
         return K, dK

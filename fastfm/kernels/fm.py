@@ -433,9 +433,9 @@ class FMKernel(_ModulatedKernel):
         return _scale_in_place(K, w1, w1 if D2 is D1 else self._unit_weights(D2))
 
     def _diag(self, X):
+        if self.unit_diagonal:      # k̃(x, x) = variance (module docstring; w ≡ 1 gives it up to rounding)
+            return np.full(len(X), float(self.variance))
         _, D = self._split(X)
-        if self._unit_tables() is not None:
-            return np.full(len(D), float(self.variance))
         return self._effective_variance() * self._diag_factors(D)
 
     def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
