@@ -604,6 +604,9 @@ class _FMLikelihoodTerms:
         self.modulation = kernel._modulation
         self.device = kernel._device_module(X)
         self.unit_diagonal = bool(kernel.unit_diagonal)
+        # False when every graph is vertex-transitive (nominal-only spaces): no unit-diagonal scaling, no
+        # zero-distance β tables (looked up once here, not at every θ)
+        self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
         self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling) at the last θ
 
     def _arguments(self, theta):
@@ -629,7 +632,8 @@ class _FMLikelihoodTerms:
         """The Gram at ``arguments`` (``_arguments``, ``arguments_at``); ``reduction`` then differentiates it."""
         C, args, dlog_c, betas = arguments
         K = self._gram(C, self.D, None, None, *args)
-        tables = _unit_diagonal_tables(self.kernel.space, self.modulation, betas) if self.unit_diagonal else None
+        tables = (_unit_diagonal_tables(self.kernel.space, self.modulation, betas)
+                  if self.unit_diagonal and self._has_deviations else None)
         scaling = None
         if tables is not None:
             scaling = _row_weights(tables, self.D)
@@ -670,10 +674,9 @@ class _FMLikelihoodTerms:
         # W is symmetric: the C++ backend reads one triangle of it
         g_ls, g_alpha, g_beta, g_var = (grad_reduction or self._grad_reduction)(C, self.D, W_off, *args, True)
         vector = _fm_reduction_vector(g_ls, g_alpha, g_beta, g_var, dlog_c)
-        space = self.kernel.space
         # the tables only where some e_p can be non-zero (they cost ~35 µs per θ)
-        has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
-        dlog_table = _zero_distance_tables(space, self.modulation, betas)[1] if has_deviations else None
+        dlog_table = (_zero_distance_tables(self.kernel.space, self.modulation, betas)[1]
+                      if self._has_deviations else None)
         _add_zero_distance_share(vector, self.n_continuous + self.n_discrete, self.D, w_diag * K_diag, dlog_table)
         return vector[self.mask]
 
