@@ -197,17 +197,18 @@ def test_default_prior_covers_the_hierarchical_kernel():
 
 
 def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkeypatch):
-    """A refit after one more value runs WARM_RESTARTS random restarts; the first fit and the refits where the data
-    have grown by FULL_REFIT_GROWTH since the last full one run all n_restarts (what the GP regressor is given,
-    counted at its fit)."""
+    """A refit after one more value runs WARM_RESTARTS random restarts and races them (WARM_FINALISTS); the first
+    fit and the refits where the data have grown by FULL_REFIT_GROWTH since the last full one run all n_restarts to
+    convergence (what the GP regressor is given, counted at its fit)."""
     from fastfm.bo import surrogate as optimizer_module
     from fastfm.gp import GaussianProcessRegressor
 
-    given = []
+    given, finalists = [], {}
     original_fit = GaussianProcessRegressor.fit
 
     def recording_fit(self, X, y):
         given.append((len(X), self.n_restarts))
+        finalists[len(X)] = self.n_finalists
         return original_fit(self, X, y)
 
     monkeypatch.setattr(GaussianProcessRegressor, "fit", recording_fit)
@@ -223,5 +224,35 @@ def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkey
     # the full refits are where floor(log n / log 1.25) steps up: 4, 5, 6, 8, 10, 12, 15 (told values)
     assert full == {n for n, _ in given[1:] if n in (4, 5, 6, 8, 10, 12, 15)}
     assert {7, 9, 11, 13, 14} <= {n for n, r in given[1:] if r == optimizer_module.WARM_RESTARTS}
+    assert {n for n, k in finalists.items() if k is not None} == {n for n, r in given[1:] if r != 7}
+    assert set(finalists[n] for n, r in given[1:] if r != 7) == {optimizer_module.WARM_FINALISTS}
+    opt.ask()                                                   # 16 told: a warm refit, its record says so
+    assert opt._fit_record["n_told"] == 16 and opt._fit_record["n_finalists"] == optimizer_module.WARM_FINALISTS
     # and on: each full refit a quarter more data than the last
     assert [n for n in range(16, 30) if optimizer_module._is_full_refit(n)] == [19, 23, 29]
+
+
+def test_a_journal_written_before_racing_refits_without_it(tmp_path, monkeypatch):
+    """Fit records without "n_finalists" (journals of earlier versions) rebuild their fit without racing, so a
+    loaded run continues as it was recorded; the records of this version race its warm refits on replay too."""
+    from fastfm.gp import GaussianProcessRegressor
+
+    problem = Func2C()
+    journal = tmp_path / "run.jsonl"
+    opt = ff.Optimizer(problem.space, kernel="modlap", n_init=3, seed=0, acq_options=FAST, storage=journal)
+    for _ in range(9):
+        x = opt.ask()
+        opt.tell(x, problem(x))
+    opt.ask()                                   # the fit of 9 told values: a warm refit, raced
+    assert opt._fit_record["n_finalists"] == 1
+    record = dict(opt._fit_record)
+    seen = []
+    original_fit = GaussianProcessRegressor.fit
+    monkeypatch.setattr(GaussianProcessRegressor, "fit",
+                        lambda self, X, y: (seen.append(self.n_finalists), original_fit(self, X, y))[1])
+    raced = opt._fit(record)                     # as a load rebuilds it: from the record alone
+    del record["n_finalists"]
+    unraced = opt._fit(record)
+    assert seen == [1, None]
+    np.testing.assert_array_equal(raced.kernel_.theta, opt._gp.kernel_.theta)     # replay: bit for bit
+    assert np.all(np.isfinite(unraced.kernel_.theta))

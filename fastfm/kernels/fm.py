@@ -124,7 +124,7 @@ class _NormaliserLayout:
         self.n_states = np.concatenate([s.n_states for s in spectra_list])
         groups_per_variable = np.concatenate([np.diff(s.group_offsets) for s in spectra_list])
         self.group_variable = np.repeat(np.arange(len(self.n_states)), groups_per_variable)
-        self.starts = np.concatenate([[0], np.cumsum(groups_per_variable)[:-1]]).astype(np.int64)
+        self.starts = (np.cumsum(groups_per_variable) - groups_per_variable).astype(np.int64)   # [] for none
 
     def factors(self, modulation, betas):
         """(c_p, ∂log c_p/∂log β_p) for every variable p, given its β_p (arrays of shape (n_variables,))."""
