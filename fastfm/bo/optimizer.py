@@ -217,7 +217,9 @@ class Optimizer(_Surrogate, _TrialRecords):
         The same seed gives the same run.
     acquisition : {"logei", "ei", "ucb"}
     n_restarts : int, default 10
-        Random restarts of the marginal-likelihood maximisation (a warm refit: WARM_RESTARTS, all every 5th).
+        Random restarts of the marginal-likelihood maximisation at the first fit and the full refits (where the
+        told values have grown by a quarter); a warm refit in between runs WARM_RESTARTS, raced against the
+        warm start (``fastfm.bo.surrogate``).
     log_transform_y : {"auto", "shift", "copula", False, True}, default "auto"
         The transform of y the GP models (``GaussianProcessRegressor``): "shift" is log(1 + (y − min y)/std y)
         (it tames heavy upper tails; see DEFAULT_LOG_PRIORS); "copula" the normal scores of y's ranks, which a
