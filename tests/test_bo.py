@@ -232,6 +232,21 @@ def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkey
     assert [n for n in range(16, 30) if optimizer_module._is_full_refit(n)] == [19, 23, 29]
 
 
+def test_warm_refits_race_only_on_small_spaces():
+    """Racing is measured on the spaces where kernel="auto" considers AdditiveFM; from ADDITIVE_MAX_DIMS encoded
+    columns on (MaxSATWeighted lost with it) every warm refit runs its starts to convergence."""
+    from fastfm.bo import surrogate
+
+    space = ff.Space([ff.Categorical(f"b{i}", [0, 1]) for i in range(surrogate.ADDITIVE_MAX_DIMS)])
+    opt = ff.Optimizer(space, n_init=3, seed=0, acq_options=FAST)
+    for _ in range(7):
+        x = opt.ask()
+        opt.tell(x, float(sum(x.values())))
+    opt.ask()                                   # 7 told: a warm refit (4, 5, 6 and 8 are full ones)
+    assert opt._fit_record["n_told"] == 7 and opt._fit_record["warm"] is not None
+    assert opt._fit_record["n_restarts"] == surrogate.WARM_RESTARTS and "n_finalists" not in opt._fit_record
+
+
 def test_a_journal_written_before_racing_refits_without_it(tmp_path, monkeypatch):
     """Fit records without "n_finalists" (journals of earlier versions) rebuild their fit without racing, so a
     loaded run continues as it was recorded; the records of this version race its warm refits on replay too."""
