@@ -107,6 +107,47 @@ class GPFit:
             fastfm.GaussianProcessRegressor(self.kernel, random_state=0).fit(self.X, self.y)
 
 
+class AdditiveGPFit(GPFit):
+    """``GPFit`` of AdditiveFM, the kernel ``kernel="auto"`` keeps on the paper's small spaces (issue 24 §3: its
+    fused likelihood terms, docs/benchmarks/suggestion.md, "Cheaper suggestions where AdditiveFM is kept")."""
+
+    params = (BACKENDS, ["Func3C"], [50, 100])
+
+    def setup(self, backend, space, n):
+        super().setup(backend, space, n)
+        self.kernel = fastfm.kernels.AdditiveFM(self.space, backend=backend)
+
+
+class WarmSuggestion:
+    """The steady state of a BO loop with the default kernel: one more value told, then a suggestion (a warm
+    refit, raced on small spaces, and the acquisition), at N observations; issue 24 §3 compares it with Optuna's
+    GPSampler (asv_benchmarks/peers/suggestion_vs_gpsampler.py)."""
+
+    params = (BACKENDS, ["Func3C", "NAS-like"], [100])
+    param_names = ["backend", "space", "n_observations"]
+    timeout = 600
+    number = 1          # asv runs setup before each repeat: every timed ask follows its own tell
+    repeat = 5
+    warmup_time = 0     # a warm-up call would tell the same value twice
+
+    def setup(self, backend, space, n):
+        _check_backend(backend, too_big_for_numpy=True)
+        self.space = _spaces[space]
+        X = self.space.sample_encoded(n + 1, seed=3)
+        configs, values = self.space.decode(X), _objective(X)
+        self.optimizer = fastfm.Optimizer(self.space, seed=0, backend=backend)
+        for config, value in zip(configs[:n], values[:n]):
+            self.optimizer.tell(config, float(value))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.optimizer.ask()                       # the first (full) fit, outside the timing
+        self.next = (configs[n], float(values[n]))
+
+    def time_warm_ask(self, backend, space, n):
+        self.optimizer.tell(*self.next)
+        self.optimizer.ask()
+
+
 class Suggestion:
     """One BO suggestion (GP fit with 10 restarts + SPEC §5 acquisition optimisation) at N observations."""
 
