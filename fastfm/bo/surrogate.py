@@ -16,7 +16,8 @@ from ..gp.priors import default_hyperparameter_prior, dimension_scaled_hyperpara
 from ..gp.selection import select_by_loo
 from ..kernels import Kernel, make_kernel
 
-__all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS"]
+__all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS",
+           "ADDITIVE_MAX_DIMS"]
 
 _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
@@ -209,8 +210,8 @@ DIMENSION_SCALED_MIN_DIMS = 20
 # where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified
 # initial design").  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (still 1.2-1.8x
 # faster than Optuna's GPSampler at 50-100 observations since issue 24 §3's changes; docs/benchmarks/suggestion.md,
-# "Cheaper suggestions where AdditiveFM is kept").  From 20 columns
-# on ModLap is kept alone: a term per variable is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
+# "Cheaper suggestions where AdditiveFM is kept").  From 20 columns on ModLap is kept alone: a term per variable
+# is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
 ADDITIVE_MAX_DIMS = 20
 
 

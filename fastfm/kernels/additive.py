@@ -29,7 +29,7 @@ from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
-from .fm import ModDif, ModLap, _diagonal_zeroed_in_place, normaliser_layout
+from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -169,8 +169,7 @@ class AdditiveFM(SpaceKernel):
         product, terms = self._components()
         K, dK = product._gram_and_input_gradient(X1, X2)
         for term in terms:
-            # a term's continuous columns are all of the space's, in order: its input gradient needs no scatter
-            K_term, dK_term = term.kernel._gram_and_input_gradient(term._select(X1), term._select(X2))
+            K_term, dK_term = term._gram_and_input_gradient(X1, X2)
             K += K_term
             dK += dK_term
         return K, dK
@@ -201,7 +200,7 @@ class _AdditiveLikelihoodTerms:
     fast paths (``_FMLikelihoodTerms``) on their columns of X, each given its block of θ.  Through the public
     API every component re-keys its memo and re-checks X at each θ: 20 terms made that bookkeeping ten
     times the backends' work in a fit on Mixed10C20N.  Here θ is exponentiated once, the P + 1 variance
-    normalisers are one pass (``fm.normaliser_layout``) and W's diagonal is split off once: at 100 points on
+    normalisers are one pass (``fm.NormaliserLayout``) and W's diagonal is split off once: at 100 points on
     Func3C a likelihood evaluation with its gradient took 0.87 ms through the components' ``gram`` and
     ``reduction``."""
 
@@ -215,26 +214,21 @@ class _AdditiveLikelihoodTerms:
         self._chain = kernel._chain
         self.parts = [kernel._product._likelihood_terms(X)] + [
             term.kernel._likelihood_terms(term._select(X)) for term in kernel._terms]
-        self._normalisers = normaliser_layout([part.spectra for part in self.parts])
+        self._normalisers = NormaliserLayout([part.spectra for part in self.parts])
         self._modulation = self.parts[0].modulation
         # per part, where its β sit in the parts' concatenated variables (the product's P, then one per term)
         counts = [part.n_discrete for part in self.parts]
         self._variables = np.split(np.arange(sum(counts)), np.cumsum(counts)[:-1])
-        self._beta_positions = np.concatenate([
-            selection[part.n_continuous + part.n_discrete:part.n_continuous + 2 * part.n_discrete]
-            for part, selection in zip(self.parts, self.selections)])
+        self._beta_positions = np.concatenate([part.betas_of(selection)
+                                               for part, selection in zip(self.parts, self.selections)])
 
     def gram(self, theta):
         values = np.exp(theta)
         c, dlog_c = self._normalisers.factors(self._modulation, values[self._beta_positions])
         K = None
         for part, selection, variables in zip(self.parts, self.selections, self._variables):
-            part_values = values[selection]
-            Dc, P = part.n_continuous, part.n_discrete
-            normaliser = c[variables[0]] if P == 1 else float(np.exp(np.sum(np.log(c[variables]))))
-            K_part = part.gram_at(part.arguments_at(part_values[:Dc], part_values[Dc:Dc + P],
-                                                    part_values[Dc + P:Dc + 2 * P], part_values[-1] / normaliser,
-                                                    dlog_c[variables]))
+            normaliser = c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
+            K_part = part.gram_at(part.arguments_at(values[selection], normaliser, dlog_c[variables]))
             K = K_part if K is None else _combine_into_first(np.add, K, K_part)
         return K
 

@@ -81,7 +81,7 @@ class _ModulatedKernel(SpaceKernel):
         return self._normaliser_at(self._betas())
 
     def _normaliser_at(self, betas):
-        c, dlog_c = normaliser_layout([self.space.packed_spectra]).factors(self._modulation, betas)
+        c, dlog_c = _normaliser_layout(self.space.packed_spectra).factors(self._modulation, betas)
         return float(np.exp(np.sum(np.log(c)))), dlog_c
 
     def _args(self):
@@ -109,14 +109,15 @@ class _ModulatedKernel(SpaceKernel):
                                         self._memo("diag_tables", self._compute_diag_tables)[1])
 
 
-class _NormaliserLayout:
+class NormaliserLayout:
     """The eigenvalue groups of the variables of one or more PackedSpectra, concatenated, for the factors of
     the variance parameterisation (module docstring) of all their variables in one pass:
 
         c_p(β_p) = (1/n_p) Σ_g |g| f(μ_g, 0 | β_p)   and   ∂log c_p/∂log β_p.
 
-    One set of spectra serves an FM kernel (one call per θ in a fit); several serve a kernel made of FM
-    kernels (AdditiveFM), whose P + 1 normalisers cost one pass instead of P + 1."""
+    One set of spectra serves an FM kernel (one call per θ in a fit, cached per space: ``_normaliser_layout``);
+    several serve a kernel made of FM kernels (AdditiveFM builds one per likelihood), whose P + 1 normalisers
+    then cost one pass instead of P + 1."""
 
     def __init__(self, spectra_list):
         self.group_values = np.concatenate([s.group_values for s in spectra_list])
@@ -134,26 +135,9 @@ class _NormaliserLayout:
         return c, dc / c
 
 
-# tuple of PackedSpectra -> _NormaliserLayout (spaces cache their PackedSpectra: built once per space); the
-# spectra are keys' members, so a layout lives as long as its spectra (weak keys need one object: a tuple of
-# weakly referenced spectra is not one, hence the id-keyed dict pruned by the spectra's finalizers)
-_normaliser_layouts = {}
-
-
-def normaliser_layout(spectra_list):
-    """The cached ``_NormaliserLayout`` of these spectra (in this order)."""
-    key = tuple(id(s) for s in spectra_list)
-    layout = _normaliser_layouts.get(key)
-    if layout is None:
-        layout = _NormaliserLayout(spectra_list)
-        _normaliser_layouts[key] = layout
-        for spectra in spectra_list:
-            try:
-                weakref.finalize(spectra, _normaliser_layouts.pop, key, None)
-            except TypeError:   # not weak-referenceable: not cached (its id could be reused)
-                del _normaliser_layouts[key]
-                break
-    return layout
+def _normaliser_layout(spectra):
+    """The ``NormaliserLayout`` of one space's spectra, cached (``_cached_per_spectra``)."""
+    return _cached_per_spectra(_normaliser_layouts, spectra, lambda: NormaliserLayout([spectra]))
 
 
 def _per_row(table, D):
@@ -290,21 +274,28 @@ class _ZeroDistanceLayout:
                         + np.arange(len(spectra.group_values)))
 
 
-# PackedSpectra -> _ZeroDistanceLayout (spaces cache their PackedSpectra: built once per space)
+# PackedSpectra -> _ZeroDistanceLayout, NormaliserLayout (spaces cache their PackedSpectra: built once per space)
 _zero_distance_layouts = weakref.WeakKeyDictionary()
+_normaliser_layouts = weakref.WeakKeyDictionary()
 
 
 def _zero_distance_layout(spectra, graphs):
+    return _cached_per_spectra(_zero_distance_layouts, spectra, lambda: _ZeroDistanceLayout(spectra, graphs))
+
+
+def _cached_per_spectra(cache, spectra, build):
+    """``build()``, kept in the WeakKeyDictionary ``cache`` under ``spectra`` (not kept when it cannot be a weak
+    key)."""
     try:
-        return _zero_distance_layouts[spectra]
+        return cache[spectra]
     except (KeyError, TypeError):
         pass
-    layout = _ZeroDistanceLayout(spectra, graphs)
+    value = build()
     try:
-        _zero_distance_layouts[spectra] = layout
+        cache[spectra] = value
     except TypeError:  # not weak-referenceable: just don't cache
         pass
-    return layout
+    return value
 
 
 def _set_zero_distance_beta_derivatives(dK_beta, K, log_derivatives):
@@ -611,19 +602,28 @@ class _FMLikelihoodTerms:
 
     def _arguments(self, theta):
         """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
-        values = self.log_values.copy()
-        values[self.mask] = theta
+        log_values = self.log_values.copy()
+        log_values[self.mask] = theta
         Dc, P = self.n_continuous, self.n_discrete
-        betas = np.exp(values[Dc + P:Dc + 2 * P])
-        normaliser, dlog_c = self.kernel._normaliser_at(betas)
-        return self.arguments_at(np.exp(values[:Dc]), np.exp(values[Dc:Dc + P]), betas,
-                                 math.exp(values[-1]) / normaliser, dlog_c)
+        # exponentiated block by block, the variance by math.exp, as the fits were recorded (np.exp over the
+        # whole vector can differ in the last bit: tests/test_golden.py)
+        values = np.concatenate([np.exp(log_values[:Dc]), np.exp(log_values[Dc:Dc + P]),
+                                 np.exp(log_values[Dc + P:Dc + 2 * P]), [math.exp(log_values[-1])]])
+        normaliser, dlog_c = self.kernel._normaliser_at(self.betas_of(values))
+        return self.arguments_at(values, normaliser, dlog_c)
 
-    def arguments_at(self, lengthscale, alphas, betas, scaled_variance, dlog_c):
-        """``_arguments`` from the hyperparameters themselves, σ² = variance / Π c_p and ∂log Π c_p/∂log β
-        given (a kernel made of FM kernels computes its parts' normalisers together: AdditiveFM)."""
-        args = (self.spectra, alphas, betas, scaled_variance, self.modulation)
-        return np.ascontiguousarray(self.C / lengthscale), args, dlog_c, betas
+    def betas_of(self, values):
+        """The β block of the hyperparameter values [θ | α | β | variance] (this kernel's order)."""
+        Dc, P = self.n_continuous, self.n_discrete
+        return values[Dc + P:Dc + 2 * P]
+
+    def arguments_at(self, values, normaliser, dlog_c):
+        """``_arguments`` from the hyperparameter values themselves (not their logs), with Π c_p and
+        ∂log Π c_p/∂log β given (a kernel made of FM kernels computes its parts' normalisers together: AdditiveFM)."""
+        Dc, P = self.n_continuous, self.n_discrete
+        betas = self.betas_of(values)
+        args = (self.spectra, values[Dc:Dc + P], betas, float(values[-1]) / normaliser, self.modulation)
+        return np.ascontiguousarray(self.C / values[:Dc]), args, dlog_c, betas
 
     def gram(self, theta):
         return self.gram_at(self._arguments(theta))

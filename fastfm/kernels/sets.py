@@ -535,6 +535,8 @@ class SubspaceKernel(Kernel):
 
     def _gram_and_input_gradient(self, X1, X2):
         K, dK_sub = self.kernel._gram_and_input_gradient(self._select(X1), self._select(X2))
+        if np.array_equal(self._continuous_columns, np.arange(self.space.n_continuous)):
+            return K, dK_sub        # every continuous column of the space, in order (AdditiveFM's terms)
         dK = np.zeros(K.shape + (self.space.n_continuous,))
         dK[:, :, self._continuous_columns] = dK_sub
         return K, dK

@@ -95,15 +95,15 @@ def test_modlap_on_a_conditional_space_is_a_psd_similarity():
 
 @pytest.mark.parametrize("kernel_class", [fk.ModLap, fk.ModDif])
 def test_variance_normalisers_of_several_kernels_in_one_pass(kernel_class):
-    """fm.normaliser_layout over several spaces' spectra gives every variable's c_p(β_p) = mean over states of
+    """fm.NormaliserLayout over several spaces' spectra gives every variable's c_p(β_p) = mean over states of
     F_p(v, v, 0 | β_p) and ∂log c_p/∂log β_p (finite differences), as each kernel's own normaliser does."""
-    from fastfm.kernels.fm import normaliser_layout
+    from fastfm.kernels.fm import NormaliserLayout
     spaces = [ff.Space([ff.Real("x", 0, 1), ff.Integer("i", 0, 5), ff.Categorical("a", list("abcd"))]),
               ff.Space([ff.Ordinal("o", [1, 2, 3]), ff.Graph("g", 4, [(0, 1), (1, 2), (2, 3), (0, 2)])])]
     kernels = [kernel_class(space) for space in spaces]
     betas = np.array([0.3, 2.0, 0.7, 5.0])
     modulation = kernels[0]._modulation
-    c, dlog_c = normaliser_layout([space.packed_spectra for space in spaces]).factors(modulation, betas)
+    c, dlog_c = NormaliserLayout([space.packed_spectra for space in spaces]).factors(modulation, betas)
     start = 0
     for space, kernel in zip(spaces, kernels):
         P = space.n_discrete
