@@ -24,6 +24,7 @@ import numpy as np
 
 from .._config import get_config
 from ..exceptions import BackendUnavailableError
+from ._spectra import terms_per_pair as _terms_per_pair
 
 __all__ = ["get_backend", "resolve_backend_name", "available_backends", "backend_function", "backend_status",
            "SizeDispatch", "CUDA_MIN_TERMS", "CUDA_SET_MIN_TERMS", "CUDA_HIER_MIN_TERMS"]
@@ -136,11 +137,6 @@ def _size_dispatch(cpu_module):
     if cpu_module.name not in _dispatchers:
         _dispatchers[cpu_module.name] = SizeDispatch(cpu_module)
     return _dispatchers[cpu_module.name]
-
-
-def _terms_per_pair(spectra):
-    """Eigenvalue-group terms one FM pair costs (2 for a complete graph, G_p otherwise), plus one."""
-    return int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
 
 
 # FM functions: (index of the argument whose length gives the rows, of the one giving the columns

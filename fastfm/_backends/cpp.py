@@ -18,6 +18,7 @@ import numpy as np
 
 from .._config import get_config
 from ..exceptions import BackendUnavailableError
+from ._spectra import cached_per_spectra, terms_per_pair as count_terms_per_pair
 
 # With OMP_WAIT_POLICY unset, libgomp's threads spin after every parallel
 # region.  When the cores are shared, that spinning takes the cycles the other
@@ -59,24 +60,9 @@ _tables_cache = weakref.WeakKeyDictionary()
 
 
 def _tables(spectra):
-    return _per_spectra(_tables_cache, spectra, lambda: _cpp.SpectralTables(
+    return cached_per_spectra(_tables_cache, spectra, lambda: _cpp.SpectralTables(
         spectra.n_states, spectra.eigvec_offsets, spectra.eigenvectors, spectra.group_offsets,
         spectra.group_values, spectra.group_sizes, spectra.is_complete))
-
-
-def _per_spectra(cache, spectra, compute):
-    """``compute()``, cached in ``cache`` (a WeakKeyDictionary) under ``spectra`` (spaces cache their
-    PackedSpectra: computed once per space)."""
-    try:
-        return cache[spectra]
-    except (KeyError, TypeError):
-        pass
-    value = compute()
-    try:
-        cache[spectra] = value
-    except TypeError:  # not weak-referenceable: just don't cache
-        pass
-    return value
 
 
 # Below this many (pair × eigenvalue-group) terms a call runs on one thread.  A parallel
@@ -105,8 +91,7 @@ _terms_per_pair_cache = weakref.WeakKeyDictionary()
 
 
 def _terms_per_pair(spectra):
-    return _per_spectra(_terms_per_pair_cache, spectra, lambda: int(
-        np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1)
+    return cached_per_spectra(_terms_per_pair_cache, spectra, lambda: count_terms_per_pair(spectra))
 
 
 def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):

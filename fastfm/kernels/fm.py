@@ -58,6 +58,7 @@ import weakref
 import numpy as np
 
 from .._backends import backend_function, gpu_module_for
+from .._backends._spectra import cached_per_spectra
 from .._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
 from ..exceptions import SpaceDefinitionError
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
@@ -136,8 +137,8 @@ class NormaliserLayout:
 
 
 def _normaliser_layout(spectra):
-    """The ``NormaliserLayout`` of one space's spectra, cached (``_cached_per_spectra``)."""
-    return _cached_per_spectra(_normaliser_layouts, spectra, lambda: NormaliserLayout([spectra]))
+    """The ``NormaliserLayout`` of one space's spectra, cached (``cached_per_spectra``)."""
+    return cached_per_spectra(_normaliser_layouts, spectra, lambda: NormaliserLayout([spectra]))
 
 
 def _per_row(table, D):
@@ -280,22 +281,7 @@ _normaliser_layouts = weakref.WeakKeyDictionary()
 
 
 def _zero_distance_layout(spectra, graphs):
-    return _cached_per_spectra(_zero_distance_layouts, spectra, lambda: _ZeroDistanceLayout(spectra, graphs))
-
-
-def _cached_per_spectra(cache, spectra, build):
-    """``build()``, kept in the WeakKeyDictionary ``cache`` under ``spectra`` (not kept when it cannot be a weak
-    key)."""
-    try:
-        return cache[spectra]
-    except (KeyError, TypeError):
-        pass
-    value = build()
-    try:
-        cache[spectra] = value
-    except TypeError:  # not weak-referenceable: just don't cache
-        pass
-    return value
+    return cached_per_spectra(_zero_distance_layouts, spectra, lambda: _ZeroDistanceLayout(spectra, graphs))
 
 
 def _set_zero_distance_beta_derivatives(dK_beta, K, log_derivatives):
