@@ -1,6 +1,8 @@
 """The regressor's data: encoded inputs (from arrays or config dicts) and the transform of the targets
 (an optional log, then standardisation).  Functions of the data and of the regressor's parameters only.
 """
+import math
+
 import numpy as np
 import scipy.sparse
 
@@ -93,6 +95,29 @@ def resolve_y_transform(y, log_transform_y):
     return "copula" if (top > AUTO_COPULA_SPAN * spread if spread > 0 else top > 0) else "shift"
 
 
+def shift_scale(y, low):
+    """s of the "shift" transform log(1 + (y − low)/s), low = min y: the smaller of std y and median y − min y
+    (std y where the median is the minimum; 1 where both are 0).
+
+    Below s the log is nearly linear and above it compresses, so s decides which differences the GP sees at
+    their size.  An upper tail inflates the std and not the median: with s = std y (the scale until issue 24)
+    Func2C's values of 5-50 in the corners made s ≈ 3 and left the differences among its best values (−0.2 to
+    −0.1) at the level of the fitted noise, and the search stalled near the optimum on a quarter of the seeds.
+    Where instead a few good values lie far below the bulk (Ackley5C, MaxSAT), median − min is the larger scale
+    and the std stays (docs/benchmarks/bo-efficiency.md, "The scale of the log transform")."""
+    if y.size == 0:
+        return 1.0
+    std = _mean_std(y)[1]
+    peak = float(np.max(np.abs(y)))
+    if peak == 0 or _SAFE_PEAK[0] < peak < _SAFE_PEAK[1]:
+        above_minimum = float(np.median(y)) - low
+    else:
+        above_minimum = peak * (float(np.median(y / peak)) - low / peak)
+    if above_minimum > 0 and math.isfinite(above_minimum):   # else half or more of y at its minimum, or overflow
+        std = min(std, above_minimum) if std > 0 else above_minimum
+    return std if std > 0 else 1.0
+
+
 def copula_scores(y):
     """Φ⁻¹((rank(y) − ½)/n), ties given their average rank: the normal scores of y's order (Salinas et al. 2020)."""
     from scipy import special, stats
@@ -103,10 +128,10 @@ def transform_y(y, log_transform_y, normalize_y):
     """(y_train_, y_mean_, y_std_, y_shift_, y_log_scale_, y_transform_, y_copula_): t(y) standardised, with the
     checks of ``fit``.
 
-    t is log(1 + (y − min y)/std y) for ``log_transform_y="shift"``, log y for True (InvalidValueError
-    naming the first y ≤ 0), the normal scores of y's ranks for "copula" (``y_copula_`` = (sorted scores,
-    sorted y), its inverse by interpolation), "shift" or "copula" for "auto" (``resolve_y_transform``), the
-    identity for False.  ``y_transform_`` is the transform used."""
+    t is log(1 + (y − min y)/s) for ``log_transform_y="shift"`` (s = min(std y, median y − min y),
+    ``shift_scale``), log y for True (InvalidValueError naming the first y ≤ 0), the normal scores of y's ranks
+    for "copula" (``y_copula_`` = (sorted scores, sorted y), its inverse by interpolation), "shift" or "copula"
+    for "auto" (``resolve_y_transform``), the identity for False.  ``y_transform_`` is the transform used."""
     y = np.asarray(_dense(y, "y"), dtype=np.float64)
     if y.ndim == 2 and y.shape[1] == 1:
         _warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
@@ -122,11 +147,9 @@ def transform_y(y, log_transform_y, normalize_y):
     shift, scale, copula = 0.0, 1.0, None
     transform = resolve_y_transform(y, log_transform_y)
     if transform == "shift":
-        # t(y) = log(1 + (y − min y)/s), s = std(y): defined for any finite y, scale-free
+        # t(y) = log(1 + (y − min y)/s): defined for any finite y, scale-free (s: shift_scale)
         shift = float(np.min(y)) if y.size else 0.0
-        scale = _mean_std(y)[1] if y.size else 1.0
-        if not scale > 0:
-            scale = 1.0
+        scale = shift_scale(y, shift)
         y = np.log1p(_standardised(y, shift, scale))
     elif transform == "copula":
         scores = copula_scores(y) if y.size > 1 else np.zeros_like(y)
@@ -138,7 +161,7 @@ def transform_y(y, log_transform_y, normalize_y):
         if bad.size:
             raise InvalidValueError(
                 f"log_transform_y=True needs y > 0, but y[{bad[0]}] = {float(y[bad[0]])!r}; use "
-                "log_transform_y='shift' (models log(1 + (y − min y)/std y)) or log_transform_y=False",
+                "log_transform_y='shift' (models log(1 + (y − min y)/s)) or log_transform_y=False",
                 "y", float(y[bad[0]]))
         y = np.log(y)
     if normalize_y and y.size:

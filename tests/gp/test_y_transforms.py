@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fastfm as ff
-from fastfm.gp._data import AUTO_COPULA_SPAN, copula_scores, resolve_y_transform, transform_y
+from fastfm.gp._data import AUTO_COPULA_SPAN, copula_scores, resolve_y_transform, shift_scale, transform_y
 
 SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("c", ["a", "b"])])
 
@@ -46,9 +46,12 @@ def test_one_outlier_no_longer_squashes_the_other_values():
     X, y = _clean(25)
     y_out = np.r_[y, 1e10]
     X_out = np.vstack([X, SPACE.sample_encoded(1, seed=99)])
+    std_scaled = np.log1p((y_out - y_out.min()) / np.std(y_out))
+    std_scaled = (std_scaled - std_scaled.mean()) / std_scaled.std()
+    assert np.ptp(std_scaled[:-1]) < 1e-6       # what the default before issue 23 modelled: the 25 values all alike
     shift = transform_y(y_out, "shift", True)[0]
+    assert np.ptp(shift[:-1]) > 0.1             # its scale, median − min, is not moved by the outlier
     auto = transform_y(y_out, "auto", True)[0]
-    assert np.ptp(shift[:-1]) < 1e-6            # what the old default modelled: the 25 values all alike
     assert np.ptp(auto[:-1]) > 2.0
     gp = ff.GaussianProcessRegressor(ff.kernels.ModLap(SPACE), log_transform_y="auto", random_state=0).fit(X_out, y_out)
     assert gp.y_transform_ == "copula"
@@ -90,3 +93,36 @@ def test_bad_transform_names_are_typed_errors():
     X, y = _clean(5)
     with pytest.raises(ValueError, match="log_transform_y must be"):
         ff.GaussianProcessRegressor(ff.kernels.ModLap(SPACE), log_transform_y="rank").fit(X, y)
+
+
+def test_shift_scale_is_the_smaller_of_std_and_median_above_minimum():
+    _, y = _clean(31)
+    assert shift_scale(y, y.min()) == pytest.approx(min(np.std(y), np.median(y) - y.min()))
+    tail = y.copy()
+    tail[np.argsort(y)[-5:]] *= 1e3                        # a heavy upper tail inflates the std, not the median
+    assert shift_scale(tail, tail.min()) == pytest.approx(np.median(y) - y.min())
+    lower_tail = np.r_[0.0, 0.5, 10.0 + np.linspace(0.0, 1.0, 9)]   # good values far below the bulk: the std
+    assert shift_scale(lower_tail, 0.0) == pytest.approx(np.std(lower_tail))
+    at_minimum = np.r_[np.zeros(6), 1.0, 2.0, 5.0]         # half the values at the minimum: the std
+    assert shift_scale(at_minimum, 0.0) == pytest.approx(np.std(at_minimum))
+    assert shift_scale(np.full(5, 2.0), 2.0) == 1.0
+    huge = np.r_[-1e308, 0.0, 1e308]                       # median − min overflows: the std, finite
+    assert np.isfinite(shift_scale(huge, -1e308)) and np.all(np.isfinite(transform_y(huge, "shift", True)[0]))
+
+
+def test_shift_keeps_the_best_values_apart_under_a_heavy_upper_tail():
+    """The differences among the better half of y stay a sizeable share of the standardised range when the upper
+    tail grows 100-fold; with std y as the scale (before issue 24) they shrank with it (Func2C's stalled seeds)."""
+    best = np.linspace(0.0, 1.0, 10)
+    y, heavier = np.r_[best, 5.0, 20.0, 50.0], np.r_[best, 5.0, 20.0, 5000.0]
+
+    def gap_of_best_two(values, scale):
+        t = np.log1p((values - values.min()) / scale)
+        return (t[1] - t[0]) / np.ptp(t)
+
+    new = [gap_of_best_two(v, shift_scale(v, v.min())) for v in (y, heavier)]
+    old = [gap_of_best_two(v, np.std(v)) for v in (y, heavier)]
+    assert new[1] > 0.4 * new[0]
+    assert old[1] < 0.05 * old[0]
+    t = transform_y(heavier, "shift", True)[0]            # the library's transform is that map, standardised
+    np.testing.assert_allclose((t[1] - t[0]) / np.ptp(t), new[1])
