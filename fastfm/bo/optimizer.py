@@ -223,10 +223,10 @@ class Optimizer(_Surrogate, _TrialRecords):
     log_transform_y : {"auto", "shift", "copula", False, True}, default "auto"
         The transform of y the GP models (``GaussianProcessRegressor``): "shift" is log(1 + (y − min y)/s),
         s = min(std y, median y − min y) (it tames heavy upper tails, and an upper tail cannot blur the
-        differences among the better half of the values; ``fastfm.gp._data.shift_scale``); "copula" the normal scores of y's ranks, which a
-        failure penalty (1e10 among values near 1) or a heavy tail cannot squash; "auto" is "copula" once the
-        largest y lies over 1000 interquartile ranges above the median, else "shift" (docs/benchmarks/
-        robustness.md, "Objective values"); True is log(y) (y > 0); False models y as is.
+        differences among the better half of the values; ``fastfm.gp._data.shift_scale``); "copula" the normal
+        scores of y's ranks, which a failure penalty (1e10 among values near 1) or a heavy tail cannot squash;
+        "auto" is "copula" once the largest y lies over 1000 interquartile ranges above the median, else "shift"
+        (docs/benchmarks/robustness.md, "Objective values"); True is log(y) (y > 0); False models y as is.
     hyperparameter_prior : "auto", "default", "dimension_scaled", None or callable
         "default": weak Gaussian priors on the log hyperparameters (``default_hyperparameter_prior``);
         "dimension_scaled": their lengthscale means raised by log(D)/2, D = ``space.n_dims`` (Hvarfner

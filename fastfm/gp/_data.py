@@ -108,14 +108,11 @@ def shift_scale(y, low):
     if y.size == 0:
         return 1.0
     std = _mean_std(y)[1]
-    peak = float(np.max(np.abs(y)))
-    if peak == 0 or _SAFE_PEAK[0] < peak < _SAFE_PEAK[1]:
-        above_minimum = float(np.median(y)) - low
-    else:
-        above_minimum = peak * (float(np.median(y / peak)) - low / peak)
-    if above_minimum > 0 and math.isfinite(above_minimum):   # else half or more of y at its minimum, or overflow
-        std = min(std, above_minimum) if std > 0 else above_minimum
-    return std if std > 0 else 1.0
+    above_minimum = float(np.median(y)) - low
+    if not (above_minimum > 0 and math.isfinite(above_minimum)):   # half or more of y at its minimum, or overflow
+        above_minimum = std
+    scale = min(std, above_minimum)
+    return scale if scale > 0 else 1.0
 
 
 def copula_scores(y):
