@@ -504,11 +504,17 @@ def test_inference_leaves_out_what_no_single_parent_explains():
     assert inferred.conditions == {}
 
 
-def test_conditional_parameters_come_from_the_model(sampler_log):
-    independent = RecordingRandomSampler(seed=3)
-    sampler = FMSampler(seed=3, n_startup_trials=6, independent_sampler=independent, optimizer_options=FAST)
+def _classifier_study(seed):
+    """(sampler, its recording independent sampler, study) after 16 trials of ``_classifier_objective``, 6 startup."""
+    independent = RecordingRandomSampler(seed=seed)
+    sampler = FMSampler(seed=seed, n_startup_trials=6, independent_sampler=independent, optimizer_options=FAST)
     study = optuna.create_study(sampler=sampler)
     study.optimize(_classifier_objective, n_trials=16)
+    return sampler, independent, study
+
+
+def test_conditional_parameters_come_from_the_model(sampler_log):
+    sampler, independent, study = _classifier_study(seed=3)
     trials = study.trials
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert set(sampler.infer_relative_search_space(study, trials[-1])) == {
@@ -522,7 +528,11 @@ def test_conditional_parameters_come_from_the_model(sampler_log):
     assert {"C", "max_depth", "n_estimators"} <= {name for t in trials[6:] for name in _proposed(t)}
     branches = [t.params["classifier"] for t in trials]
     assert branches.count("svm") >= 3 and branches.count("rf") >= 3, branches
-    assert min(_branch_regret(t) for t in trials) < 0.01
+    # the best trial within 0.01 of its branch's optimum, on most seeds: one seed alone reaches it on about 9 of
+    # 10 (18 of seeds 0-19, measured both before and after the log transform's scale changed in issue 24)
+    regrets = [min(_branch_regret(t) for t in trials)]
+    regrets += [min(_branch_regret(t) for t in _classifier_study(seed)[2].trials) for seed in (4, 5, 6, 7)]
+    assert np.median(regrets) < 0.01, regrets
 
 
 def test_conditional_search_finds_a_branch_optimum_better_than_random_search():
