@@ -1,6 +1,7 @@
 """``minimize`` with evaluations in flight on real executors (a process pool, a thread pool, a Dask cluster),
 and how a run stops: a late evaluation, a failing callback, an exhausted finite space, KeyboardInterrupt."""
 import concurrent.futures as cf
+import importlib
 import os
 import threading
 
@@ -76,7 +77,13 @@ def test_dask_local_cluster_executor(tmp_path, processes):
     n_iter, n_workers = 8, 2
     with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=processes,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        result = ff.minimize(objectives.TimedObjective(log, sleep=0.1), objectives.SPACE, n_iter=n_iter, n_init=4,
+        # Both workers registered and warm before the first two tasks go out: on a loaded machine (the suite
+        # runs in parallel processes) a process worker can connect late, or spend longer importing the
+        # objective's module on its first task than the other spends evaluating, and then no two evaluations
+        # overlap although both workers were used.
+        client.wait_for_workers(n_workers, timeout=60)
+        client.run(importlib.import_module, objectives.__name__)
+        result = ff.minimize(objectives.TimedObjective(log, sleep=0.3), objectives.SPACE, n_iter=n_iter, n_init=4,
                              seed=3, n_workers=n_workers, executor=client.get_executor(), **FAST)
     intervals = _check_parallel_run(result, log, n_iter, n_workers)
     pids = {iv["pid"] for iv in intervals}
