@@ -1,13 +1,15 @@
 """Set-kernel benchmarks per backend (SPEC §4): the full Gram of (N, m, d) = (500, 50, 2) sets
 with a Matérn 5/2 inner kernel, exact and with the approximation K̂ on L = 10 points, and the MMD set kernel
 (a Gaussian of the distance between the mean embeddings, part of a Set's default kernel since issue 24 §4), and
-Gram + gradient reduction.
+Gram + gradient reduction; and the cross gradient ∂K(A, B)/∂A of the acquisition optimiser's gradient steps.
 
 Inputs are those of ``fastfm time sets`` (``fastfm.benchmarks.workloads.set_inputs``): seeded, so
 every backend and every commit sees the same data.  A backend that is not available here raises
 ``NotImplementedError`` in ``setup``, which asv reports as skipped.
 """
-from fastfm._backends import available_backends
+import numpy as np
+
+from fastfm._backends import available_backends, get_backend
 from fastfm.kernels import MMDSetKernel, SetKernel
 
 from ._inputs import DEFAULT_SET_SHAPE, DEFAULT_SET_SUBSAMPLE, SET_LENGTHSCALE, set_inputs
@@ -38,3 +40,32 @@ class SetGram:
 
     def time_gram_and_reduction(self, backend, variant):
         self.kernel.gram_and_gradient_reduction(self.X, self.W)
+
+
+class SetCrossGradient:
+    """K(A, B) and ∂K/∂A at the acquisition optimiser's sizes: NA = 10 starts against NB = 60 observations,
+    sets of m points in R² (the backend function ``set_cross_gradient``, and the normalised and MMD kernels'
+    ``gram_and_input_gradient``, which add the diagonals and their gradients)."""
+
+    params = (["cpp", "numpy"], [10, 20, 50])
+    param_names = ["backend", "n_points"]
+    timeout = 300
+
+    def setup(self, backend, n_points):
+        if backend not in available_backends():
+            raise NotImplementedError(f"backend {backend!r} is not available here")
+        self.module = get_backend(backend)
+        self.A = set_inputs(10, n_points, 2, seed=1)[0]
+        self.B = set_inputs(60, n_points, 2, seed=2)[0]
+        self.length_scale = np.full(2, SET_LENGTHSCALE)
+        self.normalised = SetKernel(lengthscale=SET_LENGTHSCALE, normalize=True, backend=backend)
+        self.mmd = MMDSetKernel(lengthscale=SET_LENGTHSCALE, backend=backend)
+
+    def time_cross_gradient(self, backend, n_points):
+        self.module.set_cross_gradient(self.A, self.B, self.length_scale, 2.5)
+
+    def time_input_gradient_normalised(self, backend, n_points):
+        self.normalised.gram_and_input_gradient(self.A, self.B)
+
+    def time_input_gradient_mmd(self, backend, n_points):
+        self.mmd.gram_and_input_gradient(self.A, self.B)

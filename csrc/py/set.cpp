@@ -1,6 +1,8 @@
 // Bindings of the set kernels (SPEC §4, set.hpp): set_gram, set_grad_reduction,
-// set_grad_reduction_and_weighted_gram.  Each row runs in an entry point of csrc/dispatch/set.cpp.
+// set_grad_reduction_and_weighted_gram, set_cross_gradient, set_diag, set_diag_gradient.  Each row runs
+// in an entry point of csrc/dispatch/set.cpp.
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "py/boundary.hpp"
@@ -93,6 +95,79 @@ py::array_t<double> set_grad_reduction(const py::object& A_obj, const py::object
     return set_grad_reduction_and_weighted_gram(A_obj, W_obj, ls_obj, nu, num_threads).first;
 }
 
+// (K (NA, NB), dK (NA, NB, m, d)), dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k] (set.hpp, set_cross_gradient).
+std::pair<py::array_t<double>, py::array_t<double>> set_cross_gradient(const py::object& A_obj,
+                                                                       const py::object& B_obj,
+                                                                       const py::object& ls_obj, double nu,
+                                                                       int num_threads) {
+    DoubleArray A = sets_array(A_obj, "A");
+    DoubleArray B = sets_array(B_obj, "B");
+    if (B.shape(2) != A.shape(2))
+        throw py::value_error("A and B must hold points of the same dimension, got A " + shape_of(A) + " and B " +
+                              shape_of(B));
+    DoubleArray ls = length_scale_array(ls_obj, A.shape(2));
+    const int code = nu_code(nu);
+    py::array_t<double> K({A.shape(0), B.shape(0)});
+    py::array_t<double> dK({A.shape(0), B.shape(0), A.shape(1), A.shape(2)});
+    double* K_out = K.mutable_data();
+    double* dK_out = dK.mutable_data();
+    {
+        py::gil_scoped_release release;
+        const double* length_scale = ls.data();
+        const fastfm::ScaledSets<double> SA(A.data(), static_cast<std::size_t>(A.shape(0)),
+                                            static_cast<std::size_t>(A.shape(1)),
+                                            static_cast<std::size_t>(A.shape(2)), length_scale);
+        const fastfm::ScaledSets<double> SB(B.data(), static_cast<std::size_t>(B.shape(0)),
+                                            static_cast<std::size_t>(B.shape(1)),
+                                            static_cast<std::size_t>(B.shape(2)), length_scale);
+        fastfm::set_cross_gradient(SA, SB, K_out, dK_out, num_threads,
+                                   [&](fastfm::SetWorkspace<double>& ws, std::size_t a, double* K_row,
+                                       double* dK_row) {
+                                       fastfm_dispatch::set_cross_gradient_row_f64(code, SA, SB, length_scale, a,
+                                                                                   ws, K_row, dK_row);
+                                   });
+    }
+    return {K, dK};
+}
+
+// diag (N,) and, with_gradient, d_loglength (N, d) and d_points (N, m, d) (set.hpp, set_diag).
+void set_diag_into(const DoubleArray& A, const DoubleArray& ls, int code, int num_threads, double* diag,
+                   double* d_loglength, double* d_points) {
+    py::gil_scoped_release release;
+    const double* length_scale = ls.data();
+    const fastfm::ScaledSets<double> SA(A.data(), static_cast<std::size_t>(A.shape(0)),
+                                        static_cast<std::size_t>(A.shape(1)), static_cast<std::size_t>(A.shape(2)),
+                                        length_scale);
+    fastfm::set_diag(SA, diag, d_loglength, d_points, num_threads,
+                     [&](fastfm::SetWorkspace<double>& ws, std::size_t a, double* diag_a, double* d_loglength_a,
+                         double* d_points_a) {
+                         fastfm_dispatch::set_diag_row_f64(code, SA, length_scale, a, ws, diag_a, d_loglength_a,
+                                                           d_points_a);
+                     });
+}
+
+py::array_t<double> set_diag(const py::object& A_obj, const py::object& ls_obj, double nu, int num_threads) {
+    DoubleArray A = sets_array(A_obj, "A");
+    DoubleArray ls = length_scale_array(ls_obj, A.shape(2));
+    const int code = nu_code(nu);
+    py::array_t<double> diag(A.shape(0));
+    set_diag_into(A, ls, code, num_threads, diag.mutable_data(), nullptr, nullptr);
+    return diag;
+}
+
+std::tuple<py::array_t<double>, py::array_t<double>, py::array_t<double>> set_diag_gradient(
+    const py::object& A_obj, const py::object& ls_obj, double nu, int num_threads) {
+    DoubleArray A = sets_array(A_obj, "A");
+    DoubleArray ls = length_scale_array(ls_obj, A.shape(2));
+    const int code = nu_code(nu);
+    py::array_t<double> diag(A.shape(0));
+    py::array_t<double> d_loglength({A.shape(0), A.shape(2)});
+    py::array_t<double> d_points({A.shape(0), A.shape(1), A.shape(2)});
+    set_diag_into(A, ls, code, num_threads, diag.mutable_data(), d_loglength.mutable_data(),
+                  d_points.mutable_data());
+    return {diag, d_loglength, d_points};
+}
+
 }  // namespace
 
 void bind_set(py::module_& m) {
@@ -106,6 +181,15 @@ void bind_set(py::module_& m) {
     m.def("set_grad_reduction_and_weighted_gram", &set_grad_reduction_and_weighted_gram,
           py::arg("A"), py::arg("W"), py::arg("length_scale"), py::arg("nu") = 2.5, py::arg("num_threads") = 0,
           "(g (d,), Σ_ab W_ab K_ab) from one pass over the pairs.");
+    m.def("set_cross_gradient", &set_cross_gradient, py::arg("A"), py::arg("B"), py::arg("length_scale"),
+          py::arg("nu") = 2.5, py::arg("num_threads") = 0,
+          "(K (NA, NB), dK (NA, NB, m, d)) with dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k] for K = set_gram(A, B, ℓ, ν); "
+          "A (NA, m, d), B (NB, m', d).");
+    m.def("set_diag", &set_diag, py::arg("A"), py::arg("length_scale"), py::arg("nu") = 2.5,
+          py::arg("num_threads") = 0, "K_set(A[a], A[a]) for every set, shape (N,).");
+    m.def("set_diag_gradient", &set_diag_gradient, py::arg("A"), py::arg("length_scale"), py::arg("nu") = 2.5,
+          py::arg("num_threads") = 0,
+          "(diag (N,), ∂diag/∂log ℓ (N, d), ∂diag_a/∂A[a, i, k] (N, m, d)).");
 }
 
 }  // namespace fastfm_py

@@ -166,6 +166,27 @@ def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
                                                      _threads_for(N * (N + 1) // 2 * m * m))
 
 
+def set_cross_gradient(A, B, length_scale, nu=2.5):
+    """K (NA, NB) and dK (NA, NB, m, d), dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k] (see
+    ``numpy_backend.set_cross_gradient``)."""
+    NA, m = np.shape(A)[:2]
+    NB, mb = np.shape(B)[:2]
+    return _cpp.set_cross_gradient(A, B, length_scale, float(nu), _threads_for(NA * NB * m * mb))
+
+
+def set_diag(A, length_scale, nu=2.5):
+    """K_set(A[a], A[a]) for every set (see ``numpy_backend.set_diag``), shape (NA,)."""
+    N, m = np.shape(A)[:2]
+    return _cpp.set_diag(A, length_scale, float(nu), _threads_for(N * m * m))
+
+
+def set_diag_gradient(A, length_scale, nu=2.5):
+    """(diag (NA,), ∂diag/∂log ℓ (NA, d), ∂diag_a/∂A[a, i, k] (NA, m, d)) (see
+    ``numpy_backend.set_diag_gradient``)."""
+    N, m = np.shape(A)[:2]
+    return _cpp.set_diag_gradient(A, length_scale, float(nu), _threads_for(N * m * m))
+
+
 # ------------------------------------------------- hierarchical kernel (SPEC §3)
 # Work per pair ≈ one term per dimension plus one, for the thread-count rule.
 def hier_gram(V1, M1, V2, M2, is_real, omega, rho_pi, lengthscale, variance, profile):

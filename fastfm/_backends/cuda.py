@@ -673,9 +673,10 @@ def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, 
 
 # Functions without a GPU kernel run on the C++ backend when it is built (without it,
 # the registry falls back to the NumPy reference, with its warning).  fm_cross_gradient
-# serves the acquisition optimiser's gradient steps: a few dozen starts × N observations,
-# too small to pay for a launch and the transfers.
-CPU_FUNCTIONS = ("fm_cross_gradient",)
+# and set_cross_gradient serve the acquisition optimiser's gradient steps: a few dozen
+# starts × N observations, too small to pay for a launch and the transfers; the set
+# diagonals are O(N m² d).
+CPU_FUNCTIONS = ("fm_cross_gradient", "set_cross_gradient", "set_diag", "set_diag_gradient")
 
 
 def __getattr__(function_name):

@@ -337,9 +337,9 @@ class SetKernel(Kernel):
         return backend_function(get_backend(self.backend), name)(*args)
 
     def _diagonal(self, A, with_gradient=False):
-        """K_set(A[a], A[a]) (unit amplitude), with its derivatives when asked (numpy: O(N m² d))."""
+        """K_set(A[a], A[a]) (unit amplitude), with its derivatives when asked (O(N m² d))."""
         ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
-        return numpy_backend.set_diag_gradient(A, ls, nu) if with_gradient else numpy_backend.set_diag(A, ls, nu)
+        return self._backend_call("set_diag_gradient" if with_gradient else "set_diag", A, ls, nu)
 
     def _gram(self, X, Y):
         A = self._subsets(self._sets(X))[0]
@@ -418,7 +418,7 @@ class SetKernel(Kernel):
         A, indices = self._subsets(sets1)
         B = self._subsets(self._sets(X2))[0]
         d = self._dim_of(A)
-        K, dK_sub = numpy_backend.set_cross_gradient(A, B, self._lengthscales(d), float(self.nu))
+        K, dK_sub = self._backend_call("set_cross_gradient", A, B, self._lengthscales(d), float(self.nu))
         power = self._power()
         if power > 0.0:
             diag_A, _, d_diag_points = self._diagonal(A, with_gradient=True)
@@ -663,7 +663,7 @@ class MMDSetKernel(SetKernel):
         B = self._subsets(self._sets(X2))[0]
         ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
         rho2 = self._rho() ** 2
-        E, dE_sub = numpy_backend.set_cross_gradient(A, B, ls, nu)
+        E, dE_sub = self._backend_call("set_cross_gradient", A, B, ls, nu)
         diag_A, _, d_diag_points = self._diagonal(A, with_gradient=True)
         distance = self._mmd2(E, diag_A, self._diagonal(B))
         K = float(self.variance) * np.exp(-distance / (2.0 * rho2))

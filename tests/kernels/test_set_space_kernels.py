@@ -110,8 +110,8 @@ def test_learned_normalisation_in_the_product_meets_the_contract(set_space, back
     np.testing.assert_allclose(reduction, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
 
 
-def test_input_gradient_matches_finite_differences(set_space, rng):
-    kernel = random_kernel(set_space, rng, "numpy")
+def test_input_gradient_matches_finite_differences(set_space, backend, rng):
+    kernel = random_kernel(set_space, rng, backend)
     X1 = set_space.sample_encoded(3, seed=6)
     X1[:, set_space.continuous_dims] = np.clip(X1[:, set_space.continuous_dims], 0.01, 0.99)
     X2 = set_space.sample_encoded(7, seed=7)

@@ -166,9 +166,11 @@ def test_gradient_reduction_matches_finite_differences(backend, lengthscale, nu,
 
 
 @pytest.mark.parametrize("n_subsample", [None, 3])
-def test_input_gradient_matches_finite_differences(n_subsample, rng):
+@pytest.mark.parametrize("nu", NUS)
+def test_input_gradient_matches_finite_differences(backend, nu, n_subsample, rng):
     X1, X2 = rng.random((3, 5, 2)), rng.random((6, 5, 2))
-    kernel = SetKernel(lengthscale=[0.4, 0.6], variance=1.5, n_subsample=n_subsample, seed=4, backend="numpy")
+    kernel = SetKernel(lengthscale=[0.4, 0.6], nu=nu, variance=1.5, n_subsample=n_subsample, seed=4,
+                       backend=backend)
     K, dK = kernel.gram_and_input_gradient(X1, X2)
     assert dK.shape == (3, 6, 10)
     np.testing.assert_allclose(K, kernel(X1, X2), rtol=1e-13)
@@ -203,6 +205,64 @@ def test_cpp_matches_numpy_reference(cpp, nu, shape, rng):
     assert_close(weighted_gram, np.sum(W * K), scale=np.sum(np.abs(W * K)), err_msg="fused Σ W ∘ K")
 
 
+def _sets_with_coinciding_points(rng, n_sets, m, m_other, d):
+    """A (n_sets, m, d) and B (n_sets + 3, m', d) whose points coincide in places (r = 0, where the slope of
+    ν = 1/2 is singular): a point repeated within A[1], and B[0] holding points of A[0]."""
+    A, B = rng.random((n_sets, m, d)), rng.random((n_sets + 3, m_other, d))
+    if m > 1:
+        A[1, 1] = A[1, 0]
+    B[0, :min(m, m_other)] = A[0, :min(m, m_other)]
+    return A, B
+
+
+@pytest.mark.parametrize("nu", NUS)
+@pytest.mark.parametrize("shape", [(4, 5, 3, 1), (5, 4, 7, 2), (3, 6, 2, 3), (2, 1, 4, 2), (6, 13, 13, 2),
+                                   (3, 9, 600, 2), (3, 5, 530, 3)])
+def test_cpp_cross_gradient_and_diagonal_match_numpy_reference(cpp, nu, shape, rng):
+    n_sets, m, m_other, d = shape                  # m' ≥ the chunk of set.hpp (512 points): a set alone per chunk
+    A, B = _sets_with_coinciding_points(rng, n_sets, m, m_other, d)
+    ls = rng.uniform(0.2, 1.0, d)                  # ARD
+    K, dK = cpp.set_cross_gradient(A, B, ls, nu)
+    K_ref, dK_ref = numpy_backend.set_cross_gradient(A, B, ls, nu)
+    assert dK.shape == (n_sets, n_sets + 3, m, d)
+    assert np.all(np.isfinite(dK))
+    assert_close(K, K_ref, err_msg="cross Gram")
+    assert_close(K, cpp.set_gram(A, B, ls, nu), err_msg="cross Gram against set_gram")
+    assert_close(dK, dK_ref, err_msg="cross gradient")
+    assert_close(cpp.set_diag(A, ls, nu), numpy_backend.set_diag(A, ls, nu), err_msg="diagonal")
+    for name, value, reference in zip(("diagonal", "∂/∂log ℓ", "∂/∂A"), cpp.set_diag_gradient(A, ls, nu),
+                                      numpy_backend.set_diag_gradient(A, ls, nu)):
+        assert_close(value, reference, err_msg=f"diagonal with gradient: {name}")
+
+
+def test_cpp_cross_gradient_parallel_equals_serial(cpp, rng):
+    A, B = rng.random((40, 20, 2)), rng.random((60, 20, 2))     # ≥ PARALLEL_MIN_TERMS: runs on every thread
+    ls = np.array([0.3, 0.5])
+    with ff.config_context(num_threads=1):
+        serial = cpp.set_cross_gradient(A, B, ls, 2.5) + cpp.set_diag_gradient(np.concatenate([A, B]), ls, 2.5)
+    for value, reference in zip(cpp.set_cross_gradient(A, B, ls, 2.5)
+                                + cpp.set_diag_gradient(np.concatenate([A, B]), ls, 2.5), serial):
+        assert_close(value, reference, err_msg="threads")
+
+
+@pytest.mark.parametrize("normalize", [False, True, "learn", "mmd"])
+@pytest.mark.parametrize("n_subsample", [None, 3])
+def test_cpp_input_gradient_matches_numpy_kernel(cpp, normalize, n_subsample, rng):
+    X1, X2 = random_sets(rng, 4, 6, 2), rng.random((9, 6, 2))
+    X1[3, 2] = X1[3, 4]
+    X2[0] = X1[1]
+    kernels = {}
+    for backend in ("numpy", "cpp"):
+        options = {"lengthscale": [0.3, 0.7], "variance": 1.3, "n_subsample": n_subsample, "seed": 5,
+                   "backend": backend}
+        kernels[backend] = (MMDSetKernel(mmd_lengthscale=0.4, **options) if normalize == "mmd"
+                            else SetKernel(normalize=normalize, **options))
+    K, dK = kernels["cpp"].gram_and_input_gradient(X1, X2)
+    K_ref, dK_ref = kernels["numpy"].gram_and_input_gradient(X1, X2)
+    assert_close(K, K_ref, err_msg="K")
+    assert_close(dK, dK_ref, err_msg="dK")
+
+
 def test_cpp_parallel_equals_serial(cpp, rng):
     A = rng.random((120, 30, 2))                         # ≥ PARALLEL_MIN_TERMS: runs on every thread
     ls = np.array([0.3, 0.5])
@@ -226,6 +286,28 @@ def test_cpp_boundary_checks_name_the_argument(cpp, rng):
         _cpp.set_gram(A, None, np.ones(2), 1.0)
     with pytest.raises(ValueError, match="W must have shape"):
         _cpp.set_grad_reduction(A, np.ones((3, 3)), np.ones(2))
+    B = rng.random((5, 2, 2))
+    with pytest.raises(ValueError, match=r"A must have shape \(n_sets, n_points, dim\), got \(3, 2\)"):
+        _cpp.set_cross_gradient(A[0], B, np.ones(2))
+    with pytest.raises(ValueError, match=r"B must have shape \(n_sets, n_points, dim\), got \(5, 4\)"):
+        _cpp.set_cross_gradient(A, B.reshape(5, 4), np.ones(2))
+    with pytest.raises(ValueError, match="B must"):
+        _cpp.set_cross_gradient(A, None, np.ones(2))
+    with pytest.raises(ValueError, match=r"same dimension, got A \(4, 3, 2\) and B \(2, 3, 3\)"):
+        _cpp.set_cross_gradient(A, rng.random((2, 3, 3)), np.ones(2))
+    with pytest.raises(ValueError, match=r"B must have at least one point per set.*\(5, 0, 2\)"):
+        _cpp.set_cross_gradient(A, B[:, :0], np.ones(2))
+    with pytest.raises(ValueError, match=r"length_scale must have shape \(2,\), got \(3,\)"):
+        _cpp.set_cross_gradient(A, B, np.ones(3))
+    with pytest.raises(ValueError, match="nu must be"):
+        _cpp.set_cross_gradient(A, B, np.ones(2), 2.0)
+    for diagonal in (_cpp.set_diag, _cpp.set_diag_gradient):
+        with pytest.raises(ValueError, match=r"A must have shape \(n_sets, n_points, dim\), got \(4, 6\)"):
+            diagonal(A.reshape(4, 6), np.ones(2))
+        with pytest.raises(ValueError, match=r"length_scale must have shape \(2,\), got \(1,\)"):
+            diagonal(A, np.ones(1))
+        with pytest.raises(ValueError, match=r"length_scale\[0\]"):
+            diagonal(A, np.array([0.0, 1.0]))
 
 
 # ---------------------------------------------------------------------------- bad input

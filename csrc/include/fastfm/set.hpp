@@ -2,8 +2,10 @@
 //
 //     K_set(X, X') = 1/(m m') Σ_i Σ_j k_ν(‖(x_i − x'_j)/ℓ‖)
 //
-// with a unit-amplitude Matérn inner kernel k_ν, ν ∈ {1/2, 3/2, 5/2}, and the
-// fused gradient reduction Σ_ab W_ab ∂K_ab/∂log ℓ_k.  The random-projection
+// with a unit-amplitude Matérn inner kernel k_ν, ν ∈ {1/2, 3/2, 5/2}, the
+// fused gradient reduction Σ_ab W_ab ∂K_ab/∂log ℓ_k, the cross gradient
+// ∂K_ab/∂A_aik (the acquisition optimiser's input gradient) and the diagonal
+// K_set(A_a, A_a) with its derivatives (the normalised and MMD kernels).  The random-projection
 // approximation K̂ of the paper's Algorithm 1 is the same sum on subsets of the
 // sets, chosen in Python before the call.
 //
@@ -158,7 +160,8 @@ template <typename T>
 struct SetWorkspace {
     std::vector<T> sq;       // (chunk,) squared distances
     std::vector<T> acc;      // (chunk,) Σ_i k(x_i, y_q), or Σ_i slope·Δ_k² for k = 0..d-1 (d·chunk)
-    std::vector<T> partial;  // (d + 1,) this thread's gradient partial sums, then Σ w K
+    std::vector<T> partial;  // (d + 1,) this thread's gradient partial sums, then Σ w K (reduction);
+                             // the per-coordinate factors 2/(m m' ℓ_k) (cross gradient)
     SetWorkspace(std::size_t chunk, std::size_t d) : sq(chunk), acc(chunk * (d + 1)), partial(d + 1) {}
 };
 
@@ -266,6 +269,133 @@ void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWor
     }
 }
 
+// One row a of the cross gradient: K_row[b] = K[a, b] for every b (length NB) and
+// dK_row[(b·m + i)·d + k] = ∂K_ab/∂A_aik = 2/(m m' ℓ_k) Σ_j slope(s_ij) Δ_ijk (Δ the scaled difference
+// x_i − y_j, so the 1/ℓ_k turns the derivative in scaled coordinates into one in A's own).
+// Per (point i, chunk of sets) one pass computes sqrt and exp once for the value and the slope, keeps
+// slope·Δ_k per point of the chunk (acc rows 0..d-1) and sums them per set; the values add up in
+// acc row d as in set_gram_row.
+template <typename T, MaternOrder Nu>
+void set_cross_gradient_row(const ScaledSets<T>& A, const ScaledSets<T>& B, const T* length_scale, std::size_t a,
+                            SetWorkspace<T>& ws, T* FASTFM_RESTRICT K_row, T* FASTFM_RESTRICT dK_row) {
+    const std::size_t m = A.m, mb = B.m, d = B.d, ld = B.n_points();
+    const std::size_t sets_per_chunk = std::max<std::size_t>(1, kSetChunk / std::max<std::size_t>(mb, 1));
+    const std::size_t stride = ws.sq.size();
+    const T inv_pairs = T(1) / (T(m) * T(mb));
+    T* FASTFM_RESTRICT factor = ws.partial.data();
+    for (std::size_t k = 0; k < d; ++k) factor[k] = T(2) * inv_pairs / length_scale[k];
+    T* FASTFM_RESTRICT sq = ws.sq.data();
+    T* FASTFM_RESTRICT acc = ws.acc.data();
+    T* FASTFM_RESTRICT acc_value = acc + d * stride;
+    for (std::size_t b0 = 0; b0 < B.n_sets; b0 += sets_per_chunk) {
+        const std::size_t n_sets = std::min(sets_per_chunk, B.n_sets - b0);
+        const std::size_t first = b0 * mb, count = n_sets * mb;
+        std::fill(acc_value, acc_value + count, T(0));
+        for (std::size_t i = 0; i < m; ++i) {
+            const T* x = A.point(a, i);
+            if (d == 2) {  // points in the plane: one fused pass, as in set_gram_row
+                const T x0 = x[0], x1 = x[1];
+                const T* FASTFM_RESTRICT y0 = B.columns.data() + first;
+                const T* FASTFM_RESTRICT y1 = B.columns.data() + ld + first;
+                T* FASTFM_RESTRICT acc0 = acc;
+                T* FASTFM_RESTRICT acc1 = acc + stride;
+#pragma omp simd
+                for (std::size_t q = 0; q < count; ++q) {
+                    const T u = x0 - y0[q], v = x1 - y1[q];
+                    T slope;
+                    acc_value[q] += Matern<T, Nu>::value_and_slope(u * u + v * v, slope);
+                    acc0[q] = slope * u;
+                    acc1[q] = slope * v;
+                }
+            } else {
+                squared_distances(x, B.columns.data(), ld, d, first, count, sq);
+#pragma omp simd
+                for (std::size_t q = 0; q < count; ++q) {
+                    T slope;
+                    acc_value[q] += Matern<T, Nu>::value_and_slope(sq[q], slope);
+                    sq[q] = slope;
+                }
+                for (std::size_t k = 0; k < d; ++k) {
+                    const T xk = x[k];
+                    const T* FASTFM_RESTRICT yk = B.columns.data() + k * ld + first;
+                    T* FASTFM_RESTRICT acck = acc + k * stride;
+#pragma omp simd
+                    for (std::size_t q = 0; q < count; ++q) acck[q] = sq[q] * (xk - yk[q]);
+                }
+            }
+            for (std::size_t s = 0; s < n_sets; ++s) {
+                T* FASTFM_RESTRICT out = dK_row + ((b0 + s) * m + i) * d;
+                for (std::size_t k = 0; k < d; ++k) {
+                    const T* FASTFM_RESTRICT terms = acc + k * stride + s * mb;
+                    T sum = T(0);
+                    for (std::size_t j = 0; j < mb; ++j) sum += terms[j];
+                    out[k] = factor[k] * sum;
+                }
+            }
+        }
+        for (std::size_t s = 0; s < n_sets; ++s) {
+            T total = T(0);
+            for (std::size_t j = 0; j < mb; ++j) total += acc_value[s * mb + j];
+            K_row[b0 + s] = total * inv_pairs;
+        }
+    }
+}
+
+// The diagonal of one set a: *diag = K_set(A_a, A_a) = 1/m² Σ_ij k(s_ij) and, when Gradient,
+// d_loglength[k] = ∂diag/∂log ℓ_k = −2/m² Σ_ij slope(s_ij) Δ_ijk² (length d) and
+// d_points[i·d + k] = ∂diag/∂A_aik = 4/(m² ℓ_k) Σ_j slope(s_ij) Δ_ijk ((m, d); each point enters the
+// double sum twice).  O(m² d): the set's own points are the contiguous run [a·m, a·m + m) of A.columns.
+template <typename T, MaternOrder Nu, bool Gradient>
+void set_diag_row(const ScaledSets<T>& A, const T* length_scale, std::size_t a, SetWorkspace<T>& ws,
+                  T* FASTFM_RESTRICT diag, T* FASTFM_RESTRICT d_loglength, T* FASTFM_RESTRICT d_points) {
+    const std::size_t m = A.m, d = A.d, ld = A.n_points(), first = a * m;
+    const std::size_t stride = ws.sq.size();
+    const T inv_pairs = T(1) / (T(m) * T(m));
+    T* FASTFM_RESTRICT sq = ws.sq.data();
+    T* FASTFM_RESTRICT acc = ws.acc.data();
+    T* FASTFM_RESTRICT acc_value = acc + d * stride;
+    std::fill(acc_value, acc_value + m, T(0));
+    if constexpr (Gradient)
+        for (std::size_t k = 0; k < d; ++k) std::fill(acc + k * stride, acc + k * stride + m, T(0));
+    for (std::size_t i = 0; i < m; ++i) {
+        const T* x = A.point(a, i);
+        squared_distances(x, A.columns.data(), ld, d, first, m, sq);
+        if constexpr (!Gradient) {
+#pragma omp simd
+            for (std::size_t j = 0; j < m; ++j) acc_value[j] += Matern<T, Nu>::value(sq[j]);
+        } else {
+#pragma omp simd
+            for (std::size_t j = 0; j < m; ++j) {
+                T slope;
+                acc_value[j] += Matern<T, Nu>::value_and_slope(sq[j], slope);
+                sq[j] = slope;
+            }
+            for (std::size_t k = 0; k < d; ++k) {
+                const T xk = x[k];
+                const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
+                T* FASTFM_RESTRICT acck = acc + k * stride;
+                T sum = T(0);
+#pragma omp simd reduction(+ : sum)
+                for (std::size_t j = 0; j < m; ++j) {
+                    const T term = sq[j] * (xk - yk[j]);
+                    sum += term;
+                    acck[j] += term * (xk - yk[j]);
+                }
+                d_points[i * d + k] = T(4) * inv_pairs / length_scale[k] * sum;
+            }
+        }
+    }
+    T total = T(0);
+    for (std::size_t j = 0; j < m; ++j) total += acc_value[j];
+    *diag = total * inv_pairs;
+    if constexpr (Gradient)
+        for (std::size_t k = 0; k < d; ++k) {
+            T sum = T(0);
+            for (std::size_t j = 0; j < m; ++j) sum += acc[k * stride + j];
+            d_loglength[k] = T(-2) * inv_pairs * sum;
+        }
+}
+
 // Full set Gram K (NA, NB), row-major; symmetric = (B is A): pairs b ≥ a computed once and mirrored.
 // row(ws, a, b_begin, K_row) computes one row (set_gram_row, or an ISA-dispatched copy of it).
 template <typename T, typename Row>
@@ -311,6 +441,35 @@ void set_grad_reduction(const ScaledSets<T>& A, T* g, int n_threads, Row row) {
     const T scale = T(-2) / (T(m) * T(m));
     for (std::size_t k = 0; k < d; ++k) g[k] = scale * total[k];
     g[d] = total[d] / (T(m) * T(m));
+}
+
+// K (NA, NB) and dK (NA, NB, m, d), row-major, dK[a, b, i, k] = ∂K_ab/∂A_aik (A in its own,
+// unscaled coordinates).  row(ws, a, K_row, dK_row) is set_cross_gradient_row (or an ISA-dispatched copy).
+template <typename T, typename Row>
+void set_cross_gradient(const ScaledSets<T>& A, const ScaledSets<T>& B, T* K, T* dK, int n_threads, Row row) {
+    const std::size_t NB = B.n_sets, row_size = B.n_sets * A.m * A.d;
+    for_each_row_tile(
+        A.n_sets, 1, n_threads, [&] { return SetWorkspace<T>(kSetChunk + B.m, B.d); },
+        [&](SetWorkspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t) {
+            for (std::size_t a = a0; a < a1; ++a) row(ws, a, K + a * NB, dK + a * row_size);
+        });
+}
+
+// The diagonal diag (N,) and, when d_loglength is not null, its derivatives d_loglength (N, d) and
+// d_points (N, m, d) (set_diag_row).  Rows are O(m² d) each: tiles of kSetDiagTile sets.
+// row(ws, a, diag_a, d_loglength_a, d_points_a) is set_diag_row (or an ISA-dispatched copy).
+constexpr std::size_t kSetDiagTile = 16;
+
+template <typename T, typename Row>
+void set_diag(const ScaledSets<T>& A, T* diag, T* d_loglength, T* d_points, int n_threads, Row row) {
+    const std::size_t m = A.m, d = A.d;
+    for_each_row_tile(
+        A.n_sets, kSetDiagTile, n_threads, [&] { return SetWorkspace<T>(m, d); },
+        [&](SetWorkspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t) {
+            for (std::size_t a = a0; a < a1; ++a)
+                row(ws, a, diag + a, d_loglength ? d_loglength + a * d : nullptr,
+                    d_points ? d_points + a * m * d : nullptr);
+        });
 }
 
 }  // namespace fastfm
