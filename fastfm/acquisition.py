@@ -232,7 +232,7 @@ def upper_confidence_bound_and_grad(mu, sigma, beta):
 UCB_BETA = 4.0
 
 
-def acquisition_function(name, best):
+def acquisition_function(name, best, xi=0.0):
     """The acquisition the BO loop maximises, by name: (mu, sigma) -> (value, d/dmu, d/dsigma).
 
     Parameters
@@ -241,12 +241,14 @@ def acquisition_function(name, best):
         log-EI, EI (exp of log-EI, with its chain rule), or UCB with β = ``UCB_BETA``.
     best : float
         Incumbent on the standardised scale (``GaussianProcessRegressor.best_y_standardized_``).
+    xi : float, default 0.0
+        The improvement-based functions' exploration margin, on the same scale (UCB ignores it).
     """
     if name == "logei":
-        return lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, best)
+        return lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, best, xi)
     if name == "ei":
         def ei(mu, sigma):
-            log_value, dmu, dsigma = log_expected_improvement_and_grad(mu, sigma, best)
+            log_value, dmu, dsigma = log_expected_improvement_and_grad(mu, sigma, best, xi)
             value = np.exp(log_value)
             return value, value * dmu, value * dsigma
         return ei

@@ -271,3 +271,18 @@ def test_a_journal_written_before_racing_refits_without_it(tmp_path, monkeypatch
     assert seen == [1, None]
     np.testing.assert_array_equal(raced.kernel_.theta, opt._gp.kernel_.theta)     # replay: bit for bit
     assert np.all(np.isfinite(unraced.kernel_.theta))
+
+
+def test_the_exploration_margin_reaches_the_acquisition():
+    """Same seed, same told points, so the same fit: the best log-EI found is lower under a larger margin."""
+    space = ff.Space([ff.Real("x", -1.0, 1.0), ff.Categorical("c", ["a", "b", "c"])])
+    rng = np.random.default_rng(0)
+    told = [{"x": float(rng.uniform(-1, 1)), "c": str(rng.choice(["a", "b", "c"]))} for _ in range(12)]
+    values = {}
+    for xi in (0.0, 0.001, 0.5):
+        opt = ff.Optimizer(space, seed=3, n_init=5, xi=xi)
+        for config in told:
+            opt.tell(config, config["x"] ** 2 + (config["c"] != "b"))
+        opt.ask()
+        values[xi] = opt.last_suggestion_info["acquisition"]
+    assert values[0.0] > values[0.001] > values[0.5]

@@ -327,3 +327,17 @@ def test_storage_errors(tmp_path):
     with pytest.raises(ff.ObjectiveNotPicklableError):
         ff.minimize(lambda c: 0.0, objectives.SPACE, n_iter=3, n_workers=2, progress=False, storage=fresh)
     assert not fresh.exists()
+
+
+def test_the_exploration_margin_is_journaled_and_validated(tmp_path):
+    from fastfm.bo.optimizer import DEFAULT_XI
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("c", ["a", "b"])])
+    path = tmp_path / "xi.jsonl"
+    opt = ff.Optimizer(space, seed=0, xi=0.05, storage=path)
+    opt.tell(opt.ask(), 1.0)
+    assert ff.Optimizer.load(path).xi == 0.05
+    assert ff.Optimizer(space).xi == DEFAULT_XI
+    for bad in (-0.1, float("nan"), float("inf"), "0.1", True):
+        with pytest.raises(ValueError, match="xi must be a finite number >= 0") as info:
+            ff.Optimizer(space, xi=bad)
+        assert info.value.parameter == "xi"
