@@ -8,7 +8,7 @@ The wrappers only adapt Python objects: a ``PackedSpectra`` becomes a
 ``_cpp.SpectralTables`` (prepared once per spectra object and cached), a
 ``Modulation`` becomes (kind, coefficients, exponent), and the thread count
 comes from ``fastfm.get_config()["num_threads"]`` (0 = all).  Every shape,
-dtype and state-range check happens in ``csrc/bindings.cpp`` and raises
+dtype and state-range check happens in the bindings (``csrc/py/``) and raises
 ``ValueError`` naming the argument.
 """
 import os
