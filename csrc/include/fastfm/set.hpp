@@ -181,6 +181,18 @@ inline void squared_distances(const T* FASTFM_RESTRICT x, const T* FASTFM_RESTRI
     }
 }
 
+// acc_value[q] += k(s_q) and s_q <- slope(s_q) for q in [0, count): the first pass of every gradient, where one
+// sqrt and one exp serve the value and the slope; the per-coordinate pass that follows reads the slopes from sq.
+template <typename T, MaternOrder Nu>
+inline void add_values_keep_slopes(T* FASTFM_RESTRICT sq, T* FASTFM_RESTRICT acc_value, std::size_t count) {
+#pragma omp simd
+    for (std::size_t q = 0; q < count; ++q) {
+        T slope;
+        acc_value[q] += Matern<T, Nu>::value_and_slope(sq[q], slope);
+        sq[q] = slope;
+    }
+}
+
 // K[a, b] for b in [b_begin, n_sets_B) of one row a: K row pointer `row` (length NB).
 template <typename T, MaternOrder Nu>
 void set_gram_row(const ScaledSets<T>& A, const ScaledSets<T>& B, std::size_t a, std::size_t b_begin,
@@ -240,12 +252,7 @@ void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWor
             const T* x = A.point(a, i);
             squared_distances(x, A.columns.data(), ld, d, first, count, sq);
             // sq[q] becomes the slope; the Δ_k² are recomputed per k (cheap, and no d·chunk buffer)
-#pragma omp simd
-            for (std::size_t q = 0; q < count; ++q) {
-                T slope;
-                acc_value[q] += Matern<T, Nu>::value_and_slope(sq[q], slope);
-                sq[q] = slope;
-            }
+            add_values_keep_slopes<T, Nu>(sq, acc_value, count);
             for (std::size_t k = 0; k < d; ++k) {
                 const T xk = x[k];
                 const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
@@ -309,12 +316,7 @@ void set_cross_gradient_row(const ScaledSets<T>& A, const ScaledSets<T>& B, cons
                 }
             } else {
                 squared_distances(x, B.columns.data(), ld, d, first, count, sq);
-#pragma omp simd
-                for (std::size_t q = 0; q < count; ++q) {
-                    T slope;
-                    acc_value[q] += Matern<T, Nu>::value_and_slope(sq[q], slope);
-                    sq[q] = slope;
-                }
+                add_values_keep_slopes<T, Nu>(sq, acc_value, count);
                 for (std::size_t k = 0; k < d; ++k) {
                     const T xk = x[k];
                     const T* FASTFM_RESTRICT yk = B.columns.data() + k * ld + first;
@@ -364,12 +366,7 @@ void set_diag_row(const ScaledSets<T>& A, const T* length_scale, std::size_t a, 
 #pragma omp simd
             for (std::size_t j = 0; j < m; ++j) acc_value[j] += Matern<T, Nu>::value(sq[j]);
         } else {
-#pragma omp simd
-            for (std::size_t j = 0; j < m; ++j) {
-                T slope;
-                acc_value[j] += Matern<T, Nu>::value_and_slope(sq[j], slope);
-                sq[j] = slope;
-            }
+            add_values_keep_slopes<T, Nu>(sq, acc_value, m);
             for (std::size_t k = 0; k < d; ++k) {
                 const T xk = x[k];
                 const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
