@@ -242,9 +242,10 @@ class Optimizer(_Surrogate, _TrialRecords):
     hyperparameter_prior : "auto", "default", "dimension_scaled", None or callable
         "default": weak Gaussian priors on the log hyperparameters (``default_hyperparameter_prior``);
         "dimension_scaled": their lengthscale means raised by log(D)/2, D = ``space.n_dims`` (Hvarfner
-        et al. 2024; ``dimension_scaled_hyperparameter_prior``); "auto" (the default): "dimension_scaled" from
-        DIMENSION_SCALED_MIN_DIMS columns on (no Set), else "default"; None: plain marginal likelihood; a
-        callable ``kernel -> prior`` (see ``GaussianLogPrior``).
+        et al. 2024), and the FM kernel's per-variable smoothings log β pooled towards their common mean
+        (``dimension_scaled_hyperparameter_prior``, ``PooledGaussianLogPrior``); "auto" (the default):
+        "dimension_scaled" from DIMENSION_SCALED_MIN_DIMS columns on (no Set), else "default"; None: plain
+        marginal likelihood; a callable ``kernel -> prior`` (see ``GaussianLogPrior``).
     gp_options : dict, optional
         Passed to ``GaussianProcessRegressor`` (noise_bounds, ...); overrides the above.
     acq_options : dict, optional

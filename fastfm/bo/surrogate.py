@@ -196,7 +196,8 @@ def _is_full_refit(n_told):
 # all-discrete large problems it is the default prior (no lengthscales); on the paper's problems (4-6 columns)
 # the shift measured level within noise at 60 evaluations (30 seeds: Func2C -0.130 vs -0.130, Func3C -0.432 vs
 # -0.466, Ackley5C 0.774 vs 0.723), and "auto" leaves them as they were (docs/benchmarks/bo-efficiency.md,
-# "Many variables").  Spaces with Set parameters keep the default prior: the shift was not measured there.
+# "Many variables").  Spaces with Set parameters keep the default prior: the shift was not measured there.  The
+# dimension-scaled prior also pools the FM smoothings log β towards their mean (gp.priors.SMOOTHING_POOL_STD).
 DIMENSION_SCALED_MIN_DIMS = 20
 
 
