@@ -86,8 +86,8 @@ class PooledGaussianLogPrior(GaussianLogPrior):
         log_p, gradient = super().__call__(theta)
         if self.group.size > 1:
             # the term's derivative through θ̄ is Σ_j r_j · (1/n) = 0: only the direct one remains
-            r = (np.asarray(theta, dtype=float)[self.group] - np.mean(np.asarray(theta, dtype=float)[self.group]))
-            r = r / self.pool_std
+            pooled = np.asarray(theta, dtype=float)[self.group]
+            r = (pooled - pooled.mean()) / self.pool_std
             log_p -= 0.5 * float(r @ r)
             gradient = gradient.copy()
             gradient[self.group] -= r / self.pool_std
