@@ -1,0 +1,126 @@
+"""Where fastfm loses to Optuna's GPSampler on an all-binary problem (issue 24 §2; docs/benchmarks/bo-efficiency.md,
+"MaxSATWeighted's gap to GPSampler: what was ruled out").
+
+    PYTHONPATH=. python asv_benchmarks/peers/maxsat_gap_probe.py acquisition [--problem maxsatweighted] [--seeds 0,1]
+        [--n-obs 60,120]
+    PYTHONPATH=. python asv_benchmarks/peers/maxsat_gap_probe.py steps [--problem maxsatweighted] [--seeds 0,1]
+        [--budget 200]
+
+``acquisition``: after a default ``fastfm.Optimizer`` run of each ``--n-obs`` evaluations, the log-EI maximum that
+the default acquisition optimiser reaches (three draws) against heavier searches on the same model: 40 starts, 10
+or 40 extra starts from the best random points ranked apart from the spray around the incumbent (as GPSampler's
+roulette starts), 10,000 random points.  A higher maximum from a heavier search would mean the optimiser falls short.
+
+``steps``: a run of fastfm and one of GPSampler (Optuna, ``suggest_categorical`` per variable, as the head-to-head
+runner) per seed, and for each suggestion its Hamming distance to the incumbent of that moment and whether it
+improved on it, counted over evaluations 10-50, 50-100 and 100-``--budget``.
+"""
+import argparse
+
+import numpy as np
+
+import fastfm
+from fastfm.benchmarks import get_problem
+from fastfm.bo.optimizer import acquisition_function
+from fastfm.optim.mixed import MixedAcquisitionOptimizer
+
+# (label, MixedAcquisitionOptimizer options, extra starts from the best random points)
+SEARCHES = [("default", {}, 0), ("40 starts", {"n_starts": 40}, 0), ("+10 random starts", {}, 10),
+            ("+40 random starts", {}, 40), ("10,000 random, +40", {"n_random": 10_000}, 40)]
+DRAWS = 3
+
+
+def _run_fastfm(problem, seed, n_evaluations):
+    opt = fastfm.Optimizer(problem.space, seed=seed)
+    for _ in range(n_evaluations):
+        x = opt.ask()
+        opt.tell(x, float(problem(x)))
+    return opt
+
+
+def acquisition(problem, seed, n_obs):
+    opt = _run_fastfm(problem, seed, n_obs)
+    gp = opt._fit_model()
+    values = np.array([t.value for t in opt.trials])
+    incumbent = opt._X[int(np.argmin(values))]
+    acq = acquisition_function(opt.acquisition, gp.best_y_standardized_, opt.xi)
+    cells = []
+    for label, options, n_extra in SEARCHES:
+        found = []
+        for draw in range(DRAWS):
+            rng = np.random.default_rng(100 + draw)
+            search = MixedAcquisitionOptimizer(problem.space, **options)
+            if n_extra:
+                random_points = search._random(search.n_random, rng)
+                candidates = np.vstack([random_points, search._spray(incumbent, rng)])
+                result = search._optimize_from(gp, acq, candidates, search.n_starts, opt._X, rng,
+                                               random_points.copy(), n_extra)
+            else:
+                result = search.optimize(gp, acq, incumbent, opt._X, rng)
+            found.append(result.value)
+        cells.append(f"{label}: mean {np.mean(found):.3f}, best {np.max(found):.3f}")
+    print(f"{problem.name} seed {seed}, {n_obs} observations, log-EI reached | " + " | ".join(cells), flush=True)
+
+
+def _bits(problem, config):
+    return [int(config[name]) for name in problem.space.names]
+
+
+def _trajectory(problem, method, seed, budget):
+    """The evaluated points (as 0/1 rows) and values of one run."""
+    X, y = [], []
+    if method == "fastfm":
+        opt = _run_fastfm(problem, seed, budget)
+        return np.array([_bits(problem, t.config) for t in opt.trials]), np.array([t.value for t in opt.trials])
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def objective(trial):
+        config = {name: trial.suggest_categorical(name, [0, 1]) for name in problem.space.names}
+        value = float(problem(config))
+        X.append(_bits(problem, config))
+        y.append(value)
+        return value
+    optuna.create_study(sampler=optuna.samplers.GPSampler(seed=seed)).optimize(objective, n_trials=budget)
+    return np.array(X), np.array(y)
+
+
+def steps(problem, seed, budget):
+    for method in ("fastfm", "gpsampler"):
+        X, y = _trajectory(problem, method, seed, budget)
+        distance, improved = [], []
+        for i in range(10, len(y)):
+            best = int(np.argmin(y[:i]))
+            distance.append(int(np.sum(X[i] != X[best])))
+            improved.append(bool(y[i] < y[best]))
+        distance, improved = np.array(distance), np.array(improved)
+        for low, high in ((10, 50), (50, 100), (100, budget)):
+            if low >= budget:
+                break
+            high = min(high, budget)
+            window = slice(low - 10, high - 10)
+            counts = np.bincount(np.minimum(distance[window], 5), minlength=6)[1:]
+            print(f"{problem.name} seed {seed} {method:9s} evaluations {low}-{high}: {int(improved[window].sum())} "
+                  f"improvements; Hamming distance to the incumbent 1, 2, 3, 4, 5+: {counts.tolist()}", flush=True)
+        print(f"{problem.name} seed {seed} {method:9s} best {y.min():.4f}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=("acquisition", "steps"))
+    parser.add_argument("--problem", default="maxsatweighted")
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--n-obs", default="60,120")
+    parser.add_argument("--budget", type=int, default=200)
+    args = parser.parse_args()
+    problem = get_problem(args.problem)
+    for seed in map(int, args.seeds.split(",")):
+        if args.mode == "acquisition":
+            for n_obs in map(int, args.n_obs.split(",")):
+                acquisition(problem, seed, n_obs)
+        else:
+            steps(problem, seed, args.budget)
+
+
+if __name__ == "__main__":
+    main()
