@@ -5,6 +5,8 @@
         [--n-obs 60,120]
     PYTHONPATH=. python asv_benchmarks/peers/maxsat_gap_probe.py steps [--problem maxsatweighted] [--seeds 0,1]
         [--budget 200]
+    PYTHONPATH=. python asv_benchmarks/peers/maxsat_gap_probe.py padded [--seeds 0,...,9] [--budget 100]
+        [--pool-std 1|0.1|none] [--n-relevant 20] [--n-columns 60]
 
 ``acquisition``: after a default ``fastfm.Optimizer`` run of each ``--n-obs`` evaluations, the log-EI maximum that
 the default acquisition optimiser reaches (three draws) against heavier searches on the same model: 40 starts, 10
@@ -14,14 +16,22 @@ roulette starts), 10,000 random points.  A higher maximum from a heavier search 
 ``steps``: a run of fastfm and one of GPSampler (Optuna, ``suggest_categorical`` per variable, as the head-to-head
 runner) per seed, and for each suggestion its Hamming distance to the incumbent of that moment and whether it
 improved on it, counted over evaluations 10-50, 50-100 and 100-``--budget``.
+
+``padded``: ``MaxSATWeighted(n_variables=--n-relevant)`` on the first columns of ``--n-columns`` binary variables (the
+others have no effect), a default ``fastfm.Optimizer`` loop but for the pool of the FM smoothings
+(``smoothing_pool_std``; "none": the independent prior); prints the best value after 30, 60 and ``--budget``
+evaluations per seed.  A prior that ties the smoothings together cannot let the model ignore the padding.
 """
 import argparse
+import functools
 
 import numpy as np
 
 import fastfm
 from fastfm.benchmarks import get_problem
+from fastfm.benchmarks.combinatorial import MaxSATWeighted
 from fastfm.bo.optimizer import acquisition_function
+from fastfm.gp.priors import dimension_scaled_hyperparameter_prior
 from fastfm.optim.mixed import MixedAcquisitionOptimizer
 
 # (label, MixedAcquisitionOptimizer options, extra starts from the best random points)
@@ -105,17 +115,39 @@ def steps(problem, seed, budget):
         print(f"{problem.name} seed {seed} {method:9s} best {y.min():.4f}", flush=True)
 
 
+def padded(seed, budget, pool_std, n_relevant, n_columns):
+    inner = MaxSATWeighted(n_variables=n_relevant, seed=0)
+    space = fastfm.Space([fastfm.Categorical(f"x{i}", [0, 1]) for i in range(1, n_columns + 1)])
+    relevant = [f"x{i}" for i in range(1, n_relevant + 1)]
+    prior = functools.partial(dimension_scaled_hyperparameter_prior, n_dims=space.n_dims,
+                              smoothing_pool_std=None if pool_std == "none" else float(pool_std))
+    opt = fastfm.Optimizer(space, seed=seed, hyperparameter_prior=prior)
+    best = []
+    for _ in range(budget):
+        config = opt.ask()
+        value = float(inner._evaluate(np.array([[config[name] for name in relevant]]))[0])
+        opt.tell(config, value)
+        best.append(value if not best else min(best[-1], value))
+    print(f"padded MaxSATWeighted({n_relevant}) in {n_columns} columns, pool std {pool_std}, seed {seed}: best "
+          f"{best[29]:.4f} at 30, {best[59]:.4f} at 60, {best[-1]:.4f} at {budget}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("acquisition", "steps"))
+    parser.add_argument("mode", choices=("acquisition", "steps", "padded"))
     parser.add_argument("--problem", default="maxsatweighted")
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--n-obs", default="60,120")
     parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--pool-std", default="1")
+    parser.add_argument("--n-relevant", type=int, default=20)
+    parser.add_argument("--n-columns", type=int, default=60)
     args = parser.parse_args()
     problem = get_problem(args.problem)
     for seed in map(int, args.seeds.split(",")):
-        if args.mode == "acquisition":
+        if args.mode == "padded":
+            padded(seed, args.budget, args.pool_std, args.n_relevant, args.n_columns)
+        elif args.mode == "acquisition":
             for n_obs in map(int, args.n_obs.split(",")):
                 acquisition(problem, seed, n_obs)
         else:
