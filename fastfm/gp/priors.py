@@ -89,8 +89,7 @@ class PooledGaussianLogPrior(GaussianLogPrior):
             pooled = np.asarray(theta, dtype=float)[self.group]
             r = (pooled - pooled.mean()) / self.pool_std
             log_p -= 0.5 * float(r @ r)
-            gradient = gradient.copy()
-            gradient[self.group] -= r / self.pool_std
+            gradient[self.group] -= r / self.pool_std       # the plain prior's gradient is a fresh array
         return log_p, gradient
 
     def __repr__(self):
@@ -138,10 +137,7 @@ def default_hyperparameter_prior(kernel, overrides=None):
     """
     table = {**DEFAULT_LOG_PRIORS, **(overrides or {})}
     mean, std = [], []
-    for h in kernel.hyperparameters:
-        if h.fixed:
-            continue
-        key = h.name.split("__")[-1]
+    for key, h in _free_hyperparameters(kernel):
         if key in table:
             m, s = table[key]
             mean += [m] * h.n_elements
@@ -222,13 +218,17 @@ def dimension_scaled_hyperparameter_prior(kernel, n_dims, smoothing=False, overr
     return PooledGaussianLogPrior(prior.mean, prior.std, group, smoothing_pool_std)
 
 
+def _free_hyperparameters(kernel):
+    """(name without composite kernels' ``k1__`` prefixes, hyperparameter) of the free hyperparameters, in
+    ``kernel.theta``'s order: how a prior matches its entries to names."""
+    return [(h.name.split("__")[-1], h) for h in kernel.hyperparameters if not h.fixed]
+
+
 def _theta_indices(kernel, name):
     """Indices into ``[kernel.theta, log noise]`` of the free hyperparameters called ``name`` (prefixes ignored)."""
     indices, start = [], 0
-    for h in kernel.hyperparameters:
-        if h.fixed:
-            continue
-        if h.name.split("__")[-1] == name:
+    for key, h in _free_hyperparameters(kernel):
+        if key == name:
             indices.extend(range(start, start + h.n_elements))
         start += h.n_elements
     return indices
