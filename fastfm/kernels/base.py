@@ -129,6 +129,12 @@ class Kernel:
             store[label] = compute()
         return store[label]
 
+    def _fix_inputs(self, X):
+        """A promise that ``X`` (this very array) is the inputs of many evaluations at changing θ and is never
+        written: the likelihood terms make it on their private copy, so a kernel may keep values derived from
+        X at the current θ for the next call (``SetKernel``: the Gram that a likelihood gradient at the same θ
+        needs again).  The default keeps nothing."""
+
     def _set_theta_pinned(self, theta):
         """``theta = theta``, and the memo's key fixed at this state until the next call.  For a kernel whose
         hyperparameters only its owner sets, always through this (AdditiveFM's components): the key read from
@@ -371,6 +377,10 @@ class _Composite(Kernel):
     def _free_mask(self):
         return np.concatenate([self.k1._free_mask(), self.k2._free_mask()])
 
+    def _fix_inputs(self, X):
+        self.k1._fix_inputs(X)
+        self.k2._fix_inputs(X)
+
     def _all_log_values(self):
         return np.concatenate([self.k1._all_log_values(), self.k2._all_log_values()])
 
@@ -477,6 +487,7 @@ class _KernelLikelihoodTerms:
     def __init__(self, kernel, X):
         self.kernel = copy.deepcopy(kernel)
         self.X = self.kernel._check_X(X)
+        self.kernel._fix_inputs(self.X)
         self.mask = self.kernel._free_mask()
         self.device = self.kernel._device_module(self.X)
 

@@ -341,13 +341,47 @@ class SetKernel(Kernel):
         ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
         return self._backend_call("set_diag_gradient" if with_gradient else "set_diag", A, ls, nu)
 
+    # ---- values kept between the calls of a likelihood evaluation -------------------------
+    # L-BFGS-B asks for log p(y|X,θ) and its gradient at each θ: the Gram, then the gradient's reduction, which
+    # needs the same plain set Gram E(A, A) and diagonals again (the sum of the normalised and the MMD kernel: 4
+    # set Grams and 2 reductions per evaluation, where 2 Grams suffice).  On the inputs that the likelihood terms
+    # fixed (``_fix_inputs``) they are kept for the current hyperparameter state (``Kernel._memo``).
+    def _fix_inputs(self, X):
+        self.__dict__["_fixed_inputs"] = X
+
+    def _kept(self, X, label, compute):
+        """compute(), kept for the next call at this hyperparameter state when X is the fixed inputs."""
+        if X is not self.__dict__.get("_fixed_inputs"):
+            return compute()
+
+        def read_only():
+            value = compute()
+            for array in (value if isinstance(value, (tuple, list)) else (value,)):
+                array.setflags(write=False)     # a caller writing into it would corrupt the next call's value
+            return value
+        return self._memo(label, read_only)
+
+    def _subsets_of(self, X):
+        """The (sub)sets A of X's Set parameter, shape (N, L, d)."""
+        return self._kept(X, "subsets", lambda: self._subsets(self._sets(X))[0])
+
+    def _plain_gram(self, X, A):
+        """E(A, A) = K_set(A, A) with unit amplitude (A = ``_subsets_of(X)``)."""
+        return self._kept(X, "plain_gram", lambda: self._backend_call(
+            "set_gram", A, None, self._lengthscales(self._dim_of(A)), float(self.nu)))
+
+    def _diagonal_of(self, X, A, with_gradient=False):
+        """``_diagonal(A, with_gradient)`` (A = ``_subsets_of(X)``)."""
+        return self._kept(X, ("diagonal", with_gradient), lambda: self._diagonal(A, with_gradient))
+
     def _gram(self, X, Y):
-        A = self._subsets(self._sets(X))[0]
+        A = self._subsets_of(X)
         d = self._dim_of(A)
         B = None if Y is None else self._subsets(self._sets(Y))[0]
-        K = self._backend_call("set_gram", A, B, self._lengthscales(d), float(self.nu))
+        K = (self._plain_gram(X, A) if B is None
+             else self._backend_call("set_gram", A, B, self._lengthscales(d), float(self.nu)))
         if self._power() > 0.0:
-            diag_A = self._diagonal(A)
+            diag_A = self._diagonal_of(X, A)
             K = K * self._scaling(diag_A, diag_A if B is None else self._diagonal(B))
         return float(self.variance) * K
 
@@ -362,7 +396,7 @@ class SetKernel(Kernel):
         return per_dim if np.size(self.lengthscale) > 1 else np.array([np.sum(per_dim)])
 
     def _full_reduction(self, X, W):
-        A = self._subsets(self._sets(X))[0]
+        A = self._subsets_of(X)
         d = self._dim_of(A)
         ls = self._lengthscales(d)
         variance = float(self.variance)
@@ -372,9 +406,9 @@ class SetKernel(Kernel):
             # K_n = S ∘ K with S_ab = (δ_a δ_b)^(−γ/2), δ the raw diagonal:
             # Σ W ∘ ∂K_n/∂log ℓ = Σ (W ∘ S) ∘ ∂K − γ Σ_a r_a ∂log δ_a, r_a = Σ_b ½(W + Wᵀ)_ab K_n,ab;
             # ∂K_n/∂log γ = −(γ/2) K_n,ab (log δ_a + log δ_b), so Σ W ∘ ∂K_n/∂log γ = −γ Σ_a r_a log δ_a
-            diag, d_diag, _ = self._diagonal(A, with_gradient=True)
+            diag, d_diag, _ = self._diagonal_of(X, A, with_gradient=True)
             S = self._scaling(diag, diag)
-            K_n = S * self._backend_call("set_gram", A, None, ls, float(self.nu))
+            K_n = S * self._plain_gram(X, A)
             r = np.sum(0.5 * (W + W.T) * K_n, axis=1)
             g_ls = np.asarray(self._backend_call("set_grad_reduction", A, W * S, ls, float(self.nu)))
             g_ls = g_ls - power * (r @ (d_diag / diag[:, None]))
@@ -619,10 +653,11 @@ class MMDSetKernel(SetKernel):
         return float(self._values("mmd_lengthscale", 1)[0])
 
     def _gram(self, X, Y):
-        A = self._subsets(self._sets(X))[0]
+        A = self._subsets_of(X)
         B = None if Y is None else self._subsets(self._sets(Y))[0]
-        E = self._backend_call("set_gram", A, B, self._lengthscales(self._dim_of(A)), float(self.nu))
-        diag_A = self._diagonal(A)
+        E = (self._plain_gram(X, A) if B is None
+             else self._backend_call("set_gram", A, B, self._lengthscales(self._dim_of(A)), float(self.nu)))
+        diag_A = self._diagonal_of(X, A)
         distance = self._mmd2(E, diag_A, diag_A if B is None else self._diagonal(B))
         return float(self.variance) * np.exp(-distance / (2.0 * self._rho() ** 2))
 
@@ -630,11 +665,11 @@ class MMDSetKernel(SetKernel):
         return np.full(len(self._sets(X)), float(self.variance))
 
     def _full_reduction(self, X, W):
-        A = self._subsets(self._sets(X))[0]
+        A = self._subsets_of(X)
         ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
         rho2 = self._rho() ** 2
-        diag, d_diag, _ = self._diagonal(A, with_gradient=True)
-        distance = self._mmd2(self._backend_call("set_gram", A, None, ls, nu), diag, diag)
+        diag, d_diag, _ = self._diagonal_of(X, A, with_gradient=True)
+        distance = self._mmd2(self._plain_gram(X, A), diag, diag)
         K = float(self.variance) * np.exp(-distance / (2.0 * rho2))
         V = W * K
         # ∂K_ab/∂log ℓ = −K_ab/(2ρ²) (∂δ_a + ∂δ_b − 2 ∂E_ab): the diagonal terms through r_a = Σ_b V_ab + V_ba,

@@ -138,3 +138,36 @@ def test_neighbour_gram_batch_equals_explicit_neighbours(name, rng):
     owner, var_index, new_state = map(np.array, (owner, var_index, new_state))
     K = kernel.neighbour_gram_batch(X0, X, owner, var_index, new_state)
     np.testing.assert_allclose(K, kernel(kernel.neighbour_points(X0, owner, var_index, new_state), X), rtol=1e-12)
+
+
+@pytest.mark.parametrize("normalize", ["norm+mmd", True, False, "learn", "mmd"])
+def test_likelihood_terms_keep_nothing_stale(set_space, backend, rng, normalize):
+    """The likelihood terms keep the plain set Gram and diagonals between ``gram(θ)`` and ``reduction(W)`` at one
+    θ: at every θ, in any order of the two calls, they are the public Gram and reduction; the kept arrays are
+    read-only, and the kernel the terms came from keeps nothing."""
+    from fastfm.kernels import set_space_kernel
+    kernel = set_space_kernel("modlap", set_space, backend=backend, normalize=normalize)
+    X = set_space.sample_encoded(12, seed=3)
+    W = rng.normal(size=(12, 12))
+    W = W + W.T
+    terms = kernel._likelihood_terms(X)
+    bounds = kernel.bounds
+    for step in range(3):
+        theta = rng.uniform(bounds[:, 0] + 0.2 * np.ptp(bounds, axis=1), bounds[:, 1] - 0.2 * np.ptp(bounds, axis=1))
+        reference = kernel.clone_with_theta(theta)
+        K = terms.gram(theta)
+        np.testing.assert_allclose(K, reference(X), rtol=1e-13, atol=1e-300)
+        K += 1.0      # the caller owns the Gram it is given (the GP adds the noise in place)
+        expected = reference.gradient_reduction(X, W)
+        for _ in range(2):           # the second reduction at the same θ reads what the first kept
+            np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
+        np.testing.assert_allclose(terms.gram(theta), reference(X), rtol=1e-13, atol=1e-300)
+    assert not any("_fixed_inputs" in vars(k) for k in _set_kernels(kernel))
+
+
+def _set_kernels(kernel):
+    """Every SetKernel (MMDSetKernel included) inside a composite kernel."""
+    if isinstance(kernel, SetKernel):
+        return [kernel]
+    return [k for child in (getattr(kernel, "k1", None), getattr(kernel, "k2", None)) if child is not None
+            for k in _set_kernels(child)]
