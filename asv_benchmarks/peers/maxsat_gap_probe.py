@@ -7,6 +7,8 @@
         [--budget 200]
     PYTHONPATH=. python asv_benchmarks/peers/maxsat_gap_probe.py padded [--seeds 0,...,9] [--budget 100]
         [--pool-std 1|0.1|none] [--n-relevant 20] [--n-columns 60]
+    PYTHONPATH=. python asv_benchmarks/peers/maxsat_gap_probe.py model [--problem maxsatweighted] [--seeds 0,...,5]
+        [--n-obs 100]
 
 ``acquisition``: after a default ``fastfm.Optimizer`` run of each ``--n-obs`` evaluations, the log-EI maximum that
 the default acquisition optimiser reaches (three draws) against heavier searches on the same model: 40 starts, 10
@@ -21,6 +23,14 @@ improved on it, counted over evaluations 10-50, 50-100 and 100-``--budget``.
 others have no effect), a default ``fastfm.Optimizer`` loop but for the pool of the FM smoothings
 (``smoothing_pool_std``; "none": the independent prior); prints the best value after 30, 60 and ``--budget``
 evaluations per seed.  A prior that ties the smoothings together cannot let the model ignore the padding.
+
+``model``: after a default ``fastfm.Optimizer`` run of ``--n-obs`` evaluations (an all-binary problem), how well
+each model of those observations ranks points next to the incumbent (Spearman's ρ between its predictive mean and
+the objective on the incumbent with 1 variable flipped (60 points), 2 (300) and 3 (300)): fastfm's GP as fitted in
+BO, and with ``log_transform_y=False``; Optuna's GPSampler model (``optuna._gp``, Optuna 5.0: Matérn 5/2 of the
+weighted Hamming distance, its prior, y standardised), and that model with the ingredients changed one at a time
+towards fastfm's: y through fastfm's "shift" transform, an exponential of the distance (the FM kernel's shape on
+binary variables), a weak log-normal prior on the inverse squared lengthscales instead of Optuna's.
 """
 import argparse
 import functools
@@ -132,9 +142,78 @@ def padded(seed, budget, pool_std, n_relevant, n_columns):
           f"{best[29]:.4f} at 30, {best[59]:.4f} at 60, {best[-1]:.4f} at {budget}", flush=True)
 
 
+def _optuna_model(X, y, shape="matern52", prior="optuna"):
+    """The predictive mean (as a minimisation score) of Optuna's GP fitted as GPSampler fits it, ingredients
+    changed as named."""
+    import torch
+    from optuna._gp import gp as optuna_gp, prior as optuna_prior
+
+    class Exponential:              # exp(−r²): the product of per-variable factors of an FM kernel on binary data
+        apply = staticmethod(lambda squared_distance: torch.exp(-squared_distance))
+
+    def weak_prior(gpr):
+        def gamma(x, concentration, rate):
+            return (concentration - 1) * torch.log(x) - rate * x
+        return (-0.5 * ((torch.log(gpr.inverse_squared_lengthscales) / 2.0) ** 2).sum()
+                + gamma(gpr.kernel_scale, 2, 1) + gamma(gpr.noise_var, 1.1, 30))
+
+    score = -(y - y.mean()) / max(y.std(), 1e-10)          # GPSampler maximises the standardised −y
+    matern = optuna_gp.Matern52Kernel
+    optuna_gp.Matern52Kernel = Exponential if shape == "exponential" else matern
+    try:
+        gpr = optuna_gp.fit_kernel_params(
+            X=X.astype(float), Y=score, is_categorical=np.ones(X.shape[1], bool),
+            log_prior=weak_prior if prior == "weak" else optuna_prior.default_log_prior,
+            minimum_noise=optuna_prior.DEFAULT_MINIMUM_NOISE_VAR, deterministic_objective=False)
+
+        def predict(points):
+            optuna_gp.Matern52Kernel = Exponential if shape == "exponential" else matern
+            try:
+                with torch.no_grad():
+                    return -gpr.posterior(torch.from_numpy(points.astype(float)))[0].numpy()
+            finally:
+                optuna_gp.Matern52Kernel = matern
+        return predict
+    finally:
+        optuna_gp.Matern52Kernel = matern
+
+
+def _flipped(centre, n_flips, n, rng):
+    points = np.repeat(centre[None, :], n, axis=0)
+    for row in points:
+        columns = rng.choice(len(centre), size=n_flips, replace=False)
+        row[columns] = 1 - row[columns]
+    return points
+
+
+def model(problem, seed, n_obs):
+    from scipy.stats import spearmanr
+    from fastfm.gp._data import shift_scale
+
+    space = problem.space
+    opt = _run_fastfm(problem, seed, n_obs)
+    X = space.encode([t.config for t in opt.trials])
+    y = np.array([t.value for t in opt.trials])
+    rng = np.random.default_rng(100 + seed)
+    centre = X[np.argmin(y)]
+    points = np.vstack([_flipped(centre, 1, 60, rng), _flipped(centre, 2, 300, rng), _flipped(centre, 3, 300, rng)])
+    truth = np.array([float(problem(config)) for config in space.decode(points)])
+    untransformed = fastfm.Optimizer(space, seed=0, log_transform_y=False)
+    for config, value in zip(space.decode(X), y):
+        untransformed.tell(config, float(value))
+    shifted = np.log1p((y - y.min()) / shift_scale(y, y.min()))
+    models = {"fastfm": opt._fit_model().predict, "fastfm, y untransformed": untransformed._fit_model().predict,
+              "Optuna": _optuna_model(X, y), "Optuna, fastfm's y transform": _optuna_model(X, shifted),
+              "Optuna, exponential shape": _optuna_model(X, y, shape="exponential"),
+              "Optuna, weak prior": _optuna_model(X, y, prior="weak")}
+    cells = [f"{label} {spearmanr(predict(points), truth).correlation:.2f}" for label, predict in models.items()]
+    print(f"{problem.name} seed {seed}, {n_obs} observations, Spearman ρ near the incumbent | " + " | ".join(cells),
+          flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=("acquisition", "steps", "padded"))
+    parser.add_argument("mode", choices=("acquisition", "steps", "padded", "model"))
     parser.add_argument("--problem", default="maxsatweighted")
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--n-obs", default="60,120")
@@ -147,9 +226,9 @@ def main():
     for seed in map(int, args.seeds.split(",")):
         if args.mode == "padded":
             padded(seed, args.budget, args.pool_std, args.n_relevant, args.n_columns)
-        elif args.mode == "acquisition":
+        elif args.mode in ("acquisition", "model"):
             for n_obs in map(int, args.n_obs.split(",")):
-                acquisition(problem, seed, n_obs)
+                (acquisition if args.mode == "acquisition" else model)(problem, seed, n_obs)
         else:
             steps(problem, seed, args.budget)
 
