@@ -8,6 +8,12 @@ searches ``--factor`` times larger (random sets, spray, starts, to convergence) 
 The gap to the best of the four is how far a search falls short of the acquisition maximum found.
 
     PYTHONPATH=. OMP_NUM_THREADS=1 python asv_benchmarks/sets/acquisition_gap.py --problems setcoverage,setperiodic
+
+``--random-counts 10000,2048,1000`` compares instead the default search with each number of random candidate sets
+(three searches per count) on BO states reached with 2,048 of them; a problem may be NAME:m (m points per set):
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 python asv_benchmarks/sets/acquisition_gap.py --problems setperiodic:20,setdensity:20 \
+        --random-counts 10000,2048,1000
 """
 import argparse
 import json
@@ -48,6 +54,17 @@ def search(opt, optimizer, seed):
     return result.value, time.perf_counter() - start
 
 
+def compare_random_counts(problem, spec, seed, n_evals, counts):
+    """The default search with each number of random candidate sets, three draws each, on one BO state."""
+    opt = fitted_state(problem, "set", n_evals, seed, {"n_random": 2048})
+    found = {n: [search(opt, MixedAcquisitionOptimizer(opt.space, n_random=n), 100 * draw + seed)
+                 for draw in range(3)] for n in counts}
+    best = max(value for runs in found.values() for value, _ in runs)
+    print(f"{spec} seed {seed}: " + " | ".join(
+        f"{n}: mean gap {best - np.mean([v for v, _ in runs]):.3f} max gap {best - min(v for v, _ in runs):.3f} "
+        f"({np.mean([t for _, t in runs]):.1f}s)" for n, runs in found.items()), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--problems", default="setcoverage,setchamfer,setperiodic,setdensity")
@@ -57,10 +74,17 @@ def main():
     parser.add_argument("--factor", type=int, default=10)
     parser.add_argument("--candidate", default="{}", help="acq_options (JSON) of the search under test")
     parser.add_argument("--json")
+    parser.add_argument("--random-counts", help="compare these numbers of random candidate sets instead")
     args = parser.parse_args()
     rows = []
-    for name in args.problems.split(","):
-        problem = get_problem(name)
+    for spec in args.problems.split(","):
+        name, _, m = spec.partition(":")
+        problem = get_problem(name, **({"n_points": int(m)} if m else {}))
+        if args.random_counts:
+            for seed in range(args.seeds):
+                compare_random_counts(problem, spec, seed, args.n_evals,
+                                      [int(n) for n in args.random_counts.split(",")])
+            continue
         for seed in range(args.seeds):
             # the BO state is reached with the search of before issue 24 §4 (no one-point moves)
             opt = fitted_state(problem, args.method, args.n_evals, seed, {"n_set_point_moves": 0})
