@@ -365,10 +365,11 @@ class SetKernel(Kernel):
         """The (sub)sets A of X's Set parameter, shape (N, L, d)."""
         return self._kept(X, "subsets", lambda: self._subsets(self._sets(X))[0])
 
-    def _plain_gram(self, X, A):
-        """E(A, A) = K_set(A, A) with unit amplitude (A = ``_subsets_of(X)``)."""
-        return self._kept(X, "plain_gram", lambda: self._backend_call(
-            "set_gram", A, None, self._lengthscales(self._dim_of(A)), float(self.nu)))
+    def _plain_gram(self, X, A, B=None):
+        """E(A, B) = K_set(A, B) with unit amplitude (A = ``_subsets_of(X)``; B None: E(A, A), kept)."""
+        def compute():
+            return self._backend_call("set_gram", A, B, self._lengthscales(self._dim_of(A)), float(self.nu))
+        return compute() if B is not None else self._kept(X, "plain_gram", compute)
 
     def _diagonal_of(self, X, A, with_gradient=False):
         """``_diagonal(A, with_gradient)`` (A = ``_subsets_of(X)``)."""
@@ -376,10 +377,8 @@ class SetKernel(Kernel):
 
     def _gram(self, X, Y):
         A = self._subsets_of(X)
-        d = self._dim_of(A)
         B = None if Y is None else self._subsets(self._sets(Y))[0]
-        K = (self._plain_gram(X, A) if B is None
-             else self._backend_call("set_gram", A, B, self._lengthscales(d), float(self.nu)))
+        K = self._plain_gram(X, A, B)
         if self._power() > 0.0:
             diag_A = self._diagonal_of(X, A)
             K = K * self._scaling(diag_A, diag_A if B is None else self._diagonal(B))
@@ -655,8 +654,7 @@ class MMDSetKernel(SetKernel):
     def _gram(self, X, Y):
         A = self._subsets_of(X)
         B = None if Y is None else self._subsets(self._sets(Y))[0]
-        E = (self._plain_gram(X, A) if B is None
-             else self._backend_call("set_gram", A, B, self._lengthscales(self._dim_of(A)), float(self.nu)))
+        E = self._plain_gram(X, A, B)
         diag_A = self._diagonal_of(X, A)
         distance = self._mmd2(E, diag_A, diag_A if B is None else self._diagonal(B))
         return float(self.variance) * np.exp(-distance / (2.0 * self._rho() ** 2))

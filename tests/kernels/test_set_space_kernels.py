@@ -143,8 +143,8 @@ def test_neighbour_gram_batch_equals_explicit_neighbours(name, rng):
 @pytest.mark.parametrize("normalize", ["norm+mmd", True, False, "learn", "mmd"])
 def test_likelihood_terms_keep_nothing_stale(set_space, backend, rng, normalize):
     """The likelihood terms keep the plain set Gram and diagonals between ``gram(θ)`` and ``reduction(W)`` at one
-    θ: at every θ, in any order of the two calls, they are the public Gram and reduction; the kept arrays are
-    read-only, and the kernel the terms came from keeps nothing."""
+    θ: at every θ, whether or not the caller wrote into the Gram it was given, and with the reduction asked twice,
+    they are the public Gram and reduction; the kernel the terms came from keeps nothing."""
     from fastfm.kernels import set_space_kernel
     kernel = set_space_kernel("modlap", set_space, backend=backend, normalize=normalize)
     X = set_space.sample_encoded(12, seed=3)
