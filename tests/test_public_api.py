@@ -40,8 +40,8 @@ PUBLIC = {
     "fastfm.bo": ["Optimizer", "minimize", "OptimizeResult", "Trial", "ModelFitWarning",
                   "default_hyperparameter_prior"],
     "fastfm.benchmarks": ["Problem", "PROBLEMS", "get_problem", "Func2C", "Func3C", "Ackley5C", "SVM", "XGBoost",
-                          "DeepBranch", "ModelSelection", "SetCoverage", "SetChamfer", "KMeansInit", "rosenbrock",
-                          "six_hump_camel", "beale"],
+                          "DeepBranch", "ModelSelection", "SetCoverage", "SetChamfer", "KMeansInit", "GMMInit",
+                          "rosenbrock", "six_hump_camel", "beale"],
 }
 UNLISTED = {
     "fastfm.gp_large": ["solve_system", "low_rank_gradient_reduction", "_single_precision_product"],

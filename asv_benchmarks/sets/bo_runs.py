@@ -61,11 +61,12 @@ def main():
     parser.add_argument("--budget", type=int, default=60)
     parser.add_argument("--n-init", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seed0", type=int, default=0, help="first seed (add seeds to an earlier run's)")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json")
     args = parser.parse_args()
     tasks = [(spec, method, seed, args.budget, args.n_init) for spec in args.problems.split(",")
-             for method in args.methods.split(",") for seed in range(args.seeds)]
+             for method in args.methods.split(",") for seed in range(args.seed0, args.seed0 + args.seeds)]
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(run_one, *zip(*tasks)))
     print("| problem:m | method | seeds | best at budget (mean ± s.e.) | s/suggestion |")

@@ -110,6 +110,7 @@ _REGISTRY = {
     "setcoverage": ("fastfm.benchmarks.sets", "SetCoverage"),
     "setchamfer": ("fastfm.benchmarks.sets", "SetChamfer"),
     "kmeansinit": ("fastfm.benchmarks.sets", "KMeansInit"),
+    "gmminit": ("fastfm.benchmarks.sets", "GMMInit"),
     "pmedian": ("fastfm.benchmarks.sets", "PMedian"),
     # the set-BO paper's §4.2 synthetic functions (Kim et al.; issue 24 §4)
     "setperiodic": ("fastfm.benchmarks.sets", "SetPeriodic"),

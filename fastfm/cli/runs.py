@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from .._config import set_config
-from ..benchmarks import KMeansInit, get_problem
+from ..benchmarks import get_problem
 from ..bo import minimize
 from ..kernels import Matern52, set_space_kernel
 from ..space import Real, Space
@@ -23,7 +23,7 @@ __all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
 
 #: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
 SET_METHODS = ("auto", "set", "set-L<L>", "set-norm", "set-learn", "set-mmd", "set-norm+mmd", "vector", "split",
-               "random", "kmeans++")
+               "random", "kmeans++", "kmeans", "data")
 
 
 class _PrunedObjective:
@@ -44,7 +44,7 @@ def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwarg
         space, kernel_name = problem.space.flattened(), kernel[: -len("-flat")]
         objective = _PrunedObjective(problem)
     start = time.perf_counter()
-    if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", "kmeans++"
+    if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", ...
         result = run_set_method(problem, kernel, budget, n_init, seed, progress)
     else:
         result = minimize(objective, space, n_iter=budget, n_init=n_init, kernel=kernel_name, seed=seed,
@@ -194,13 +194,14 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
 
     Parameters
     ----------
-    problem : SetCoverage, SetChamfer or KMeansInit
+    problem : a set problem (SetCoverage, SetChamfer, KMeansInit, GMMInit, PMedian, SetPeriodic, SetDensity)
     method : str
         "auto" (the Optimizer's default kernel), "set", "set-L<L>" (e.g. "set-L2"), "set-norm", "set-learn"
         (the normalisation's power fitted: ``SetKernel(normalize="learn")``), "set-mmd" (``MMDSetKernel``: a
         Gaussian of the distance between the sets' mean embeddings), "set-norm+mmd" (their sum), "vector",
-        "split" (m independent BOs, one per point: the set-BO paper's Split baseline), "random" or "kmeans++"
-        (KMeansInit only).
+        "split" (m independent BOs, one per point: the set-BO paper's Split baseline), "random", or a clustering
+        problem's own initialisation, the best of ``budget`` draws: "kmeans++" (KMeansInit), "kmeans" (GMMInit: the
+        centres of one k-means run) or "data" (both: k training points).
     budget, n_init, seed : int
     acq_options : dict, optional
         The BO methods' acquisition search options (``MixedAcquisitionOptimizer``'s), e.g.
@@ -212,13 +213,15 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     (an ``OptimizeResult`` for the BO methods).
     """
     param = problem.set_param
-    if method == "kmeans++":
-        if not isinstance(problem, KMeansInit):
-            raise ValueError("method 'kmeans++' applies to KMeansInit only")
+    if method in ("kmeans++", "kmeans", "data"):
+        # the clustering problems' own initialisations (Supp. s.c.3), the best of `budget` draws
+        if method not in getattr(problem, "init_baselines", ()):
+            raise ValueError(f"method {method!r} applies to the clustering problems only (kmeans++ and data: "
+                             f"KMeansInit; kmeans and data: GMMInit), not to {problem.name}")
         rng = np.random.default_rng(seed)
         configs, values = [], []
         for _ in range(budget):
-            configs.append({problem.set_name: problem.kmeans_plus_plus(rng)})
+            configs.append({problem.set_name: problem.baseline_centres(method, rng)})
             values.append(problem(configs[-1]))
         return _Record(values, configs, np.zeros(budget))
     if method == "vector":
@@ -253,14 +256,14 @@ def add_parser(commands):
     """``bench``: the flags of ``fastfm bench``, unchanged."""
     b = commands.add_parser("bench", help="run BO on a built-in benchmark problem")
     b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, setcoverage, "
-                                   "setchamfer, kmeansinit, pmedian, setperiodic, setdensity; with 24-60 variables: "
+                                   "setchamfer, kmeansinit, gmminit, pmedian, setperiodic, setdensity; with 24-60 variables: "
                                    "contamination, labs, isingsparsification, maxsatweighted, mixed10c20n")
     b.add_argument("--kernel", default="auto",
                    help="comma-separated kernels (auto: Optimizer's default; modlap, modlap_additive, "
                         "prodlap, moddif, hierarchical, ..., random); "
                         "NAME-flat runs NAME on the flattened conditional space; "
                         "set problems: set, set-L<L>, set-norm, set-learn, set-mmd, set-norm+mmd, vector, split, random, "
-                        "kmeans++ (kmeansinit)")
+                        "kmeans++ (kmeansinit), kmeans (gmminit), data (both)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

@@ -23,7 +23,7 @@ SYNTHETIC = [Func2C, Func3C, Ackley5C]
 # ----------------------------------------------------------------------------- registry
 def test_registry_names_and_case_insensitive_lookup():
     assert PROBLEMS == ("func2c", "func3c", "ackley5c", "svm", "xgboost", "deepbranch", "modelselection",
-                        "setcoverage", "setchamfer", "kmeansinit", "pmedian", "setperiodic", "setdensity")
+                        "setcoverage", "setchamfer", "kmeansinit", "gmminit", "pmedian", "setperiodic", "setdensity")
     for cls in SYNTHETIC:
         for name in (cls.name, cls.name.lower(), cls.name.upper()):
             assert type(get_problem(name)) is cls

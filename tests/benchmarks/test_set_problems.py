@@ -3,7 +3,7 @@ run on them are tested with the CLI, tests/cli/test_runners.py)."""
 import numpy as np
 import pytest
 
-from fastfm.benchmarks import KMeansInit, PMedian, SetChamfer, SetCoverage, SetDensity, SetPeriodic, get_problem
+from fastfm.benchmarks import GMMInit, KMeansInit, PMedian, SetChamfer, SetCoverage, SetDensity, SetPeriodic, get_problem
 
 SYNTHETIC = [SetCoverage, SetChamfer, PMedian, SetPeriodic, SetDensity]
 
@@ -16,7 +16,7 @@ def test_documented_optimum_is_attained_and_is_a_lower_bound(cls):
     assert min(values) > problem.optimum
 
 
-@pytest.mark.parametrize("cls", SYNTHETIC + [KMeansInit])
+@pytest.mark.parametrize("cls", SYNTHETIC + [KMeansInit, GMMInit])
 def test_objective_is_permutation_invariant(cls, rng):
     problem = cls()
     for config in problem.space.sample(5, seed=2):
@@ -38,7 +38,8 @@ def test_coverage_has_a_local_minimum_that_leaves_a_bump_uncovered():
 
 
 def test_problems_are_registered():
-    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit), ("PMedian", PMedian),
+    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit), ("GMMInit", GMMInit),
+                      ("PMedian", PMedian),
                       ("setperiodic", SetPeriodic), ("SetDensity", SetDensity)):
         assert isinstance(get_problem(name), cls)
     assert get_problem("setdensity", n_points=20).space["points"].n_points == 20
@@ -93,3 +94,46 @@ def test_paper_synthetic_functions_by_hand():
 def test_paper_synthetic_functions_reject_a_bad_n_points(bad):
     with pytest.raises(ValueError, match=f"n_points must be a positive integer, got n_points={bad!r}"):
         SetPeriodic(n_points=bad)
+
+
+def test_gmm_start_depends_on_the_set_alone():
+    """GMMInit's EM start by hand (its docstring): nearest-mean counts, weights (n_j + 1)/(n + k), covariances
+    (S_j + Σ)/(n_j + 1) about the proposed means; a mean that wins no point starts as the global spread."""
+    problem = GMMInit()
+    points = problem.means.copy()
+    points[-1] = points[0]         # a duplicate mean: the nearest-mean assignment gives every tie to the first
+    weights, means, precisions = problem.em_start(points)
+    nearest = np.argmin(np.linalg.norm(problem.train[:, None, :] - points[None, :, :], axis=2), axis=1)
+    n, k = len(problem.train), len(points)
+    assert np.array_equal(means, points) and weights.sum() == pytest.approx(1.0, abs=1e-12)
+    global_covariance = np.cov(problem.train, rowvar=False)
+    for j in range(k):
+        mine = problem.train[nearest == j]
+        assert weights[j] == pytest.approx((len(mine) + 1) / (n + k), rel=1e-12)
+        scatter = (mine - points[j]).T @ (mine - points[j])
+        assert np.allclose(np.linalg.inv(precisions[j]), (scatter + global_covariance) / (len(mine) + 1), rtol=1e-10)
+        assert np.all(np.linalg.eigvalsh(precisions[j]) > 0)
+    assert np.sum(nearest == k - 1) == 0 and np.allclose(np.linalg.inv(precisions[-1]), global_covariance)
+    # the value is a function of the set: repeated and fresh instances agree exactly
+    assert problem.set_value(points) == GMMInit().set_value(points) == problem.set_value(points)
+
+
+def test_gmm_value_is_the_held_out_negative_log_likelihood_of_the_converged_mixture():
+    from scipy.stats import multivariate_normal
+    problem = GMMInit()
+    points = problem.space.sample(1, seed=3)[0][problem.set_name]
+    model = problem.fit(points)
+    assert model.converged_
+    density = sum(w * multivariate_normal(m, c).pdf(problem.test)
+                  for w, m, c in zip(model.weights_, model.means_, model.covariances_))
+    assert problem.set_value(points) == pytest.approx(-np.mean(np.log(density)), rel=1e-10)
+
+
+def test_gmm_start_on_the_true_means_beats_a_start_with_all_means_in_one_cluster():
+    """The landscape the BO searches: a start that covers the mixture converges to a better mixture than one that
+    crowds every mean into one component (EM cannot spread them out again), and random sets fall in between."""
+    problem = GMMInit()
+    crowded = problem.means[0] + 0.1 * np.random.default_rng(0).standard_normal((problem.n_clusters, 2))
+    good = problem.set_value(problem.means)
+    values = [problem(c) for c in problem.space.sample(20, seed=4)]
+    assert good < min(values) and max(values) < problem.set_value(crowded)

@@ -3,7 +3,7 @@ on tiny sizes: every row they promise is there and its numbers are sane."""
 import numpy as np
 import pytest
 
-from fastfm.benchmarks import KMeansInit, SetCoverage
+from fastfm.benchmarks import GMMInit, KMeansInit, SetCoverage
 from fastfm.cli.regression import run_exact_components, run_regression_benchmark, run_subset_study
 from fastfm.cli.runs import run_set_method
 
@@ -64,11 +64,28 @@ def test_every_baseline_runs_and_records_the_budget(method):
         assert points.shape == (4, 2) and np.all(np.abs(points) <= 1.0)
 
 
-def test_kmeans_plus_plus_baseline_and_bad_methods():
-    problem = KMeansInit()
-    result = run_set_method(problem, "kmeans++", budget=4, seed=0)
+@pytest.mark.parametrize("cls, method", [(KMeansInit, "kmeans++"), (KMeansInit, "data"), (GMMInit, "kmeans"),
+                                         (GMMInit, "data")])
+def test_clustering_baselines_take_the_best_of_the_budget(cls, method):
+    problem = cls()
+    result = run_set_method(problem, method, budget=4, seed=0)
     assert len(result.best_so_far) == 4 and np.isfinite(result.fun)
-    with pytest.raises(ValueError, match="KMeansInit only"):
+    centres = np.asarray(result.x[problem.set_name])
+    param = problem.set_param
+    assert centres.shape == (problem.n_clusters, 2) and np.all((centres >= param.low) & (centres <= param.high))
+    assert result.fun == pytest.approx(problem(result.x), rel=1e-12)
+    # the same seed draws the same initialisations; another seed draws others
+    assert run_set_method(problem, method, budget=4, seed=0).best_so_far.tolist() == result.best_so_far.tolist()
+    assert run_set_method(problem, method, budget=4, seed=1).best_so_far.tolist() != result.best_so_far.tolist()
+    if method == "data":       # k distinct training points
+        assert all(any(np.array_equal(c, t) for t in problem.train) for c in centres)
+        assert len(np.unique(centres, axis=0)) == problem.n_clusters
+
+
+def test_bad_set_methods():
+    with pytest.raises(ValueError, match="'kmeans\\+\\+' applies to the clustering problems only.*SetCoverage"):
         run_set_method(SetCoverage(), "kmeans++", budget=2)
+    with pytest.raises(ValueError, match="'kmeans' applies to the clustering problems only.*KMeansInit"):
+        run_set_method(KMeansInit(), "kmeans", budget=2)
     with pytest.raises(ValueError, match="unknown set benchmark method 'nope'"):
         run_set_method(SetCoverage(), "nope", budget=2)
