@@ -119,7 +119,7 @@ class SetChamfer(_SetProblem):
 
 
 class _ClusteringInit(_SetProblem):
-    """The initial centres of a clustering method on a fixed 8-component Gaussian mixture in R².
+    """The initial centres of a clustering method on a fixed Gaussian mixture in R² (``means``, ``stds``, ``weights``).
 
     ``train`` and ``test`` are independent samples of the mixture; the set is the ``n_clusters``
     initial centres, in the bounding box of the training data.  Subclasses score a set by the
@@ -137,7 +137,8 @@ class _ClusteringInit(_SetProblem):
     #: The paper's baselines for this method (Supp. s.c.3), each run as the best of ``budget`` draws
     #: (:meth:`baseline_centres`).
     init_baselines = ("data",)
-    # the fixed mixture: means, isotropic standard deviations and weights of 8 components
+    # the fixed mixture (KMeansInit's; GMMInit has its own): means, isotropic standard deviations and weights of
+    # 8 components
     means = np.array([[-4.0, -3.0], [-3.5, 3.0], [0.0, 0.0], [3.0, 3.5], [4.0, -3.0], [0.5, -4.0], [-1.0, 4.5],
                       [5.0, 1.0]])
     stds = np.array([0.8, 0.6, 1.2, 0.7, 0.9, 0.5, 0.5, 0.6])

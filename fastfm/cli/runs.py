@@ -256,8 +256,8 @@ def add_parser(commands):
     """``bench``: the flags of ``fastfm bench``, unchanged."""
     b = commands.add_parser("bench", help="run BO on a built-in benchmark problem")
     b.add_argument("problem", help="func2c, func3c, ackley5c, svm, xgboost, deepbranch, modelselection, setcoverage, "
-                                   "setchamfer, kmeansinit, gmminit, pmedian, setperiodic, setdensity; with 24-60 variables: "
-                                   "contamination, labs, isingsparsification, maxsatweighted, mixed10c20n")
+                                   "setchamfer, kmeansinit, gmminit, pmedian, setperiodic, setdensity; with 24-60 "
+                                   "variables: contamination, labs, isingsparsification, maxsatweighted, mixed10c20n")
     b.add_argument("--kernel", default="auto",
                    help="comma-separated kernels (auto: Optimizer's default; modlap, modlap_additive, "
                         "prodlap, moddif, hierarchical, ..., random); "

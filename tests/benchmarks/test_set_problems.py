@@ -3,7 +3,8 @@ run on them are tested with the CLI, tests/cli/test_runners.py)."""
 import numpy as np
 import pytest
 
-from fastfm.benchmarks import GMMInit, KMeansInit, PMedian, SetChamfer, SetCoverage, SetDensity, SetPeriodic, get_problem
+from fastfm.benchmarks import (GMMInit, KMeansInit, PMedian, SetChamfer, SetCoverage, SetDensity, SetPeriodic,
+                               get_problem)
 
 SYNTHETIC = [SetCoverage, SetChamfer, PMedian, SetPeriodic, SetDensity]
 
@@ -38,9 +39,8 @@ def test_coverage_has_a_local_minimum_that_leaves_a_bump_uncovered():
 
 
 def test_problems_are_registered():
-    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit), ("GMMInit", GMMInit),
-                      ("PMedian", PMedian),
-                      ("setperiodic", SetPeriodic), ("SetDensity", SetDensity)):
+    for name, cls in (("setcoverage", SetCoverage), ("SetChamfer", SetChamfer), ("kmeansinit", KMeansInit),
+                      ("GMMInit", GMMInit), ("PMedian", PMedian), ("setperiodic", SetPeriodic), ("SetDensity", SetDensity)):
         assert isinstance(get_problem(name), cls)
     assert get_problem("setdensity", n_points=20).space["points"].n_points == 20
 
