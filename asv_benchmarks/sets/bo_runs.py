@@ -6,12 +6,12 @@
 A problem is NAME or NAME:m (m points per set, for setperiodic and setdensity); a method is one of
 ``run_set_method``'s, or METHOD+old for the acquisition search before issue 24 §4 (no one-point moves).
 Prints best-at-budget, mean ± s.e. over the seeds, and seconds per suggestion; ``--jobs 2`` runs two
-processes.
+processes; ``--json`` is rewritten as each run finishes.
 """
 import argparse
 import json
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 
@@ -67,14 +67,18 @@ def main():
     args = parser.parse_args()
     tasks = [(spec, method, seed, args.budget, args.n_init) for spec in args.problems.split(",")
              for method in args.methods.split(",") for seed in range(args.seed0, args.seed0 + args.seeds)]
+    done = {}
     with ProcessPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(run_one, *zip(*tasks)))
+        futures = {pool.submit(run_one, *task): i for i, task in enumerate(tasks)}
+        for future in as_completed(futures):
+            done[futures[future]] = future.result()
+            rows = [done[i] for i in sorted(done)]
+            if args.json:   # every finished run is kept: an hour-long m = 50 job stopped halfway loses nothing
+                with open(args.json, "w") as f:
+                    json.dump(rows, f)
     print("| problem:m | method | seeds | best at budget (mean ± s.e.) | s/suggestion |")
     print("| --- | --- | --- | --- | --- |")
     print(summary(rows))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f)
 
 
 if __name__ == "__main__":
