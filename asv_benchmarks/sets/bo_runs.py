@@ -67,7 +67,7 @@ def main():
     args = parser.parse_args()
     tasks = [(spec, method, seed, args.budget, args.n_init) for spec in args.problems.split(",")
              for method in args.methods.split(",") for seed in range(args.seed0, args.seed0 + args.seeds)]
-    done = {}
+    done, rows = {}, []
     with ProcessPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, *task): i for i, task in enumerate(tasks)}
         for future in as_completed(futures):

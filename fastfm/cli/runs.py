@@ -21,9 +21,11 @@ from ..space import Real, Space
 
 __all__ = ["bench", "run_set_method", "SET_METHODS", "add_parser"]
 
+#: The clustering problems' own initialisations; each problem lists the ones it takes in ``init_baselines``.
+CLUSTERING_BASELINES = ("kmeans++", "kmeans", "data")
 #: Baseline names understood by :func:`run_set_method` ("set-L<L>" takes any L).
 SET_METHODS = ("auto", "set", "set-L<L>", "set-norm", "set-learn", "set-mmd", "set-norm+mmd", "vector", "split",
-               "random", "kmeans++", "kmeans", "data")
+               "random") + CLUSTERING_BASELINES
 
 
 class _PrunedObjective:
@@ -213,11 +215,12 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     (an ``OptimizeResult`` for the BO methods).
     """
     param = problem.set_param
-    if method in ("kmeans++", "kmeans", "data"):
+    if method in CLUSTERING_BASELINES:
         # the clustering problems' own initialisations (Supp. s.c.3), the best of `budget` draws
-        if method not in getattr(problem, "init_baselines", ()):
-            raise ValueError(f"method {method!r} applies to the clustering problems only (kmeans++ and data: "
-                             f"KMeansInit; kmeans and data: GMMInit), not to {problem.name}")
+        taken = getattr(problem, "init_baselines", ())
+        if method not in taken:
+            raise ValueError(f"method {method!r} applies to the clustering problems only, each to its own "
+                             f"init_baselines: {problem.name} takes {', '.join(taken) or 'none'}")
         rng = np.random.default_rng(seed)
         configs, values = [], []
         for _ in range(budget):
