@@ -5,7 +5,8 @@ For each budget B (default 30, 60, 200; only those <= the largest budget in the 
 methods, each cell the mean ± standard error over seeds of the best value found in the first B evaluations, with
 the number of seeds; the best (lowest) mean of a row is in bold.  A run contributes to budget B when it has at
 least B evaluations (a run stopped by ``--timeout`` contributes to the budgets it reached).  For a problem-method
-pair with several runs of one seed, the one with the most evaluations is used.
+pair with several runs of one seed, the one with the most evaluations is used, and of equally long ones the last in
+the file (a seed rerun at a newer commit supersedes its old run, which stays in the file as a record).
 
 Then the median (and mean) wall seconds per suggestion (the method's time to choose the next point, objective
 excluded) over the suggestions made with 50 to 100 observations (``--time-window``), pooled over seeds, per
@@ -48,7 +49,7 @@ def load(path):
                 skips[key] = r.get("reason") or "skipped"
             elif r["status"] in ("ok", "timeout") and r.get("best_so_far"):
                 old = runs[key].get(r["seed"])
-                if old is None or len(r["best_so_far"]) > len(old["best_so_far"]):
+                if old is None or len(r["best_so_far"]) >= len(old["best_so_far"]):
                     runs[key][r["seed"]] = r
             else:
                 failed += 1
