@@ -35,7 +35,7 @@ from scipy.special import log_ndtr
 
 import fastfm
 import fastfm.bo.optimizer as optimizer_module
-from fastfm.acquisition import UCB_BETA, upper_confidence_bound_and_grad
+from fastfm.acquisition import _standardise, acquisition_function
 from fastfm.benchmarks import get_problem
 
 HEDGE_ETA = 1.0
@@ -46,8 +46,7 @@ def log_probability_of_improvement(best, xi):
     """log Φ(z), z = (best − xi − μ)/σ, with its derivatives in μ and σ (the acquisition interface of
     ``fastfm.acquisition``: maximised)."""
     def acquisition(mu, sigma):
-        s = np.maximum(np.asarray(sigma, dtype=float), 1e-12)
-        z = (best - xi - np.asarray(mu, dtype=float)) / s
+        _, s, z, _ = _standardise(mu, sigma, best, xi)            # σ floored as every acquisition here
         log_pi = log_ndtr(z)
         ratio = np.exp(-0.5 * z * z - _HALF_LOG_2PI - log_pi)      # φ(z)/Φ(z), without underflow
         return log_pi, -ratio / s, -z * ratio / s
@@ -63,8 +62,8 @@ def _hedge_optimize_acquisition(original):
         state = optimizer.__dict__.setdefault("_hedge", {"gains": np.zeros(3), "nominees": None})
         if state["nominees"] is not None:
             state["gains"] -= model.predict_standardized(state["nominees"])[0]
-        portfolio = [acquisition, log_probability_of_improvement(model.best_y_standardized_, optimizer.xi),
-                     lambda mu, sigma: upper_confidence_bound_and_grad(mu, sigma, UCB_BETA)]
+        best = model.best_y_standardized_
+        portfolio = [acquisition, log_probability_of_improvement(best, optimizer.xi), acquisition_function("ucb", best)]
         search, rng = optimizer._acq_optimizer, optimizer._rng
         results = [search.optimize(model, a, incumbent, excluded, rng, None) for a in portfolio]
         weights = np.exp(HEDGE_ETA * (state["gains"] - state["gains"].max()))
@@ -112,11 +111,11 @@ def summary(args):
     budgets = [int(b) for b in args.budgets.split(",")]
     for (problem, variant), by_seed in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][1] != "default", kv[0][1])):
         base = runs.get((problem, "default"), {})
+        common = [s for s in by_seed if s in base]
         cells = []
         for b in budgets:
             best = np.array([min(v[:b]) for v in by_seed.values()])
             cell = f"@{b} {best.mean():+.4f} ± {best.std(ddof=1) / math.sqrt(best.size):.4f}"
-            common = [s for s in by_seed if s in base]
             if variant != "default" and len(common) > 1:
                 diff = np.array([min(by_seed[s][:b]) - min(base[s][:b]) for s in common])
                 cell += (f" (paired {diff.mean():+.4f} ± {diff.std(ddof=1) / math.sqrt(diff.size):.4f}, "
