@@ -459,18 +459,33 @@ class SetKernel(Kernel):
             K = S * K
             dK_sub = (S[:, :, None, None] * dK_sub
                       - 0.5 * power * K[:, :, None, None] * (d_diag_points / diag_A[:, None, None])[:, None, :, :])
-        # points left out of the subset do not move K̂ (the sort is piecewise constant)
-        M, N = K.shape
-        dK_points = np.zeros((M, N) + sets1.shape[1:])
-        rows, columns = np.arange(M)[:, None], np.arange(N)[None, :]
-        for position in range(indices.shape[1]):
-            dK_points[rows, columns, indices[:, position, None], :] = dK_sub[:, :, position, :]
         variance = float(self.variance)
-        if self.space is None:
-            return variance * K, variance * dK_points.reshape(M, N, -1)
+        return variance * K, self._input_gradient_in_columns(variance * dK_sub, indices, sets1.shape[1])
+
+    def _input_gradient_in_columns(self, dK_sub, indices, n_points):
+        """∂K[a, b]/∂X1[a, c] over X1's continuous columns c, shape (M, N, n_continuous) (with no space: the
+        set's m·d coordinates), from the gradient at the subset points dK_sub (M, N, L, d), ``subsets[a, l] =
+        sets[a, indices[a, l]]``.  Points left out of the subset do not move K̂ (the sort is piecewise constant)."""
+        M, N, n_subset, d = dK_sub.shape
+        if n_subset == n_points and (self.n_subsample is None or self.n_subsample >= n_points):
+            dK_points = dK_sub       # whole sets: indices[a] = 0..m−1, the gradient is already per point
+        else:
+            dK_points = np.zeros((M, N, n_points, d))
+            rows, columns = np.arange(M)[:, None], np.arange(N)[None, :]
+            for position in range(n_subset):
+                dK_points[rows, columns, indices[:, position, None], :] = dK_sub[:, :, position, :]
+        dK_points = dK_points.reshape(M, N, n_points * d)
+        if self.space is None or self._fills_continuous_block():
+            return dK_points
         dK = np.zeros((M, N, self.space.n_continuous))
-        dK[:, :, self._columns] = variance * dK_points.reshape(M, N, -1)
-        return variance * K, dK
+        dK[:, :, self._columns] = dK_points
+        return dK
+
+    def _fills_continuous_block(self):
+        """Whether the Set's columns are the space's whole continuous block, in order (its only continuous
+        parameter): then its input gradient needs no scatter into the block."""
+        columns = np.arange(self.space.n_continuous)[self._columns]
+        return len(columns) == self.space.n_continuous and bool(np.all(columns == np.arange(len(columns))))
 
     def __repr__(self):
         base = super().__repr__()[:-1]
@@ -702,13 +717,4 @@ class MMDSetKernel(SetKernel):
         K = float(self.variance) * np.exp(-distance / (2.0 * rho2))
         # ∂K_ab/∂A_a = −K_ab/(2ρ²) (∂δ_a/∂A_a − 2 ∂E_ab/∂A_a)
         dK_sub = -K[:, :, None, None] / (2.0 * rho2) * (d_diag_points[:, None, :, :] - 2.0 * dE_sub)
-        M, N = K.shape
-        dK_points = np.zeros((M, N) + sets1.shape[1:])
-        rows, columns = np.arange(M)[:, None], np.arange(N)[None, :]
-        for position in range(indices.shape[1]):
-            dK_points[rows, columns, indices[:, position, None], :] = dK_sub[:, :, position, :]
-        if self.space is None:
-            return K, dK_points.reshape(M, N, -1)
-        dK = np.zeros((M, N, self.space.n_continuous))
-        dK[:, :, self._columns] = dK_points.reshape(M, N, -1)
-        return K, dK
+        return K, self._input_gradient_in_columns(dK_sub, indices, sets1.shape[1])
