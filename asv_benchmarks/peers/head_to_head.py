@@ -100,8 +100,9 @@ CONDITIONAL_SKIP_REASON = {
 DEFAULT_PROBLEMS = ("func2c", "func3c", "ackley5c", "svm", "xgboost", "deepbranch", "modelselection",
                     "setcoverage", "setchamfer", "kmeansinit", "contamination", "labs", "isingsparsification",
                     "maxsatweighted", "mixed10c20n")
-#: the libraries whose versions a run records (those importable in the run's interpreter)
-VERSION_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "optuna", "torch", "gpytorch", "botorch",
+#: the libraries whose versions a run records (those importable in the run's interpreter); greenlet: with it
+#: Optuna's GPSampler runs the L-BFGS-B of its local search starts as one batch (without it, one start at a time)
+VERSION_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "optuna", "greenlet", "torch", "gpytorch", "botorch",
                     "smac", "ConfigSpace", "HEBO", "pymoo", "xgboost")
 #: what must import for each method, checked once per invocation before any run of that method
 METHOD_IMPORTS = {"fastfm": [], "random": [], "tpe": ["optuna"], "gpsampler": ["optuna", "torch"],

@@ -209,9 +209,9 @@ DIMENSION_SCALED_MIN_DIMS = 20
 # 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (40 seeds) Ackley5C
 # 0.796 -> 0.615, Func2C -0.137 -> -0.165, Func3C level (-0.454 -> -0.507), and Func3C at 30 kept ModLap's value
 # where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified
-# initial design").  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (still 1.2-1.8x
-# faster than Optuna's GPSampler at 50-100 observations since issue 24 §3's changes; docs/benchmarks/suggestion.md,
-# "Cheaper suggestions where AdditiveFM is kept").  From 20 columns on ModLap is kept alone: a term per variable
+# initial design").  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (level with
+# Optuna's GPSampler at 50-100 observations since issue 24 §3's changes, 0.87-1.5x its time with greenlet;
+# docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set spaces").  From 20 columns on ModLap is kept alone: a term per variable
 # is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
 ADDITIVE_MAX_DIMS = 20
 
