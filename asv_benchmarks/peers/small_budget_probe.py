@@ -18,6 +18,10 @@ ask/tell loop in evaluation order.  Variants:
                 model's standardised mean at its last nominee (η = 1).  A portfolio like HEBO's MACE (EI, PI
                 and UCB) without its multi-objective search; installed for its own runs only.
 
+* ``race-full`` the full refits race their starts too (``GaussianProcessRegressor(n_finalists=3)``: every start
+                runs the screening iterations, the 3 best continue), as the warm refits do with 1 finalist
+                (``fastfm.bo.surrogate.WARM_FINALISTS``); installed for its own runs only.
+
 ``summary`` prints, per problem and variant, the mean ± s.e. of the best value after each budget and the paired
 difference against ``default`` on the seeds both ran (negative: the variant is better).
 """
@@ -37,6 +41,7 @@ import fastfm
 import fastfm.bo.optimizer as optimizer_module
 from fastfm.acquisition import _standardise, acquisition_function
 from fastfm.benchmarks import get_problem
+from fastfm.bo.surrogate import _Surrogate
 
 HEDGE_ETA = 1.0
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -73,6 +78,19 @@ def _hedge_optimize_acquisition(original):
     return optimize
 
 
+FULL_REFIT_FINALISTS = 3
+
+
+def _race_full_refits(original):
+    """``fastfm.bo.surrogate._Surrogate._fit_kernel`` with the full refits raced (their records carry no
+    ``n_finalists``; the warm refits' do)."""
+    def fit_kernel(self, name, record, warm_kernel, X, y):
+        if record.get("n_finalists") is None:
+            record = {**record, "n_finalists": FULL_REFIT_FINALISTS}
+        return original(self, name, record, warm_kernel, X, y)
+    return fit_kernel
+
+
 def _optimizer(variant, space, seed):
     if variant == "init-1+d":
         return fastfm.Optimizer(space, seed=seed, n_init=min(10, 1 + space.n_dims))
@@ -82,9 +100,13 @@ def _optimizer(variant, space, seed):
 
 
 def run(args):
-    patch = (mock.patch.object(optimizer_module, "_optimize_acquisition",
-                               _hedge_optimize_acquisition(optimizer_module._optimize_acquisition))
-             if args.variant == "hedge" else contextlib.nullcontext())
+    if args.variant == "hedge":
+        patch = mock.patch.object(optimizer_module, "_optimize_acquisition",
+                                  _hedge_optimize_acquisition(optimizer_module._optimize_acquisition))
+    elif args.variant == "race-full":
+        patch = mock.patch.object(_Surrogate, "_fit_kernel", _race_full_refits(_Surrogate._fit_kernel))
+    else:
+        patch = contextlib.nullcontext()
     first, stop = map(int, args.seeds.split(":"))
     with patch, open(args.out, "a") as out:
         for key in args.problems.split(","):
@@ -128,7 +150,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--variant", choices=["default", "init-1+d", "ucb", "hedge"], required=True)
+    r.add_argument("--variant", choices=["default", "init-1+d", "ucb", "hedge", "race-full"], required=True)
     r.add_argument("--problems", default="func2c,func3c,ackley5c")
     r.add_argument("--seeds", default="0:40", help="first:stop")
     r.add_argument("--budget", type=int, default=60)
