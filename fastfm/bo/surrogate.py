@@ -211,8 +211,8 @@ DIMENSION_SCALED_MIN_DIMS = 20
 # where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified
 # initial design").  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (level with
 # Optuna's GPSampler at 50-100 observations since issue 24 §3's changes, 0.87-1.5x its time with greenlet;
-# docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set spaces").  From 20 columns on ModLap is kept alone: a term per variable
-# is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
+# docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set spaces").  From 20 columns on ModLap is
+# kept alone: a term per variable is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
 ADDITIVE_MAX_DIMS = 20
 
 
