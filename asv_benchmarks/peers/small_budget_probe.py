@@ -17,7 +17,6 @@ ask/tell loop in evaluation order.  Variants:
                 evaluated is drawn with probability ∝ exp(η·g_j), and each gain g_j grows by minus the refitted
                 model's standardised mean at its last nominee (η = 1).  A portfolio like HEBO's MACE (EI, PI
                 and UCB) without its multi-objective search; installed for its own runs only.
-
 * ``race-full`` the full refits race their starts too (``GaussianProcessRegressor(n_finalists=3)``: every start
                 runs the screening iterations, the 3 best continue), as the warm refits do with 1 finalist
                 (``fastfm.bo.surrogate.WARM_FINALISTS``); installed for its own runs only.

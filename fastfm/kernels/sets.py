@@ -467,8 +467,8 @@ class SetKernel(Kernel):
         set's m·d coordinates), from the gradient at the subset points dK_sub (M, N, L, d), ``subsets[a, l] =
         sets[a, indices[a, l]]``.  Points left out of the subset do not move K̂ (the sort is piecewise constant)."""
         M, N, n_subset, d = dK_sub.shape
-        if n_subset == n_points and (self.n_subsample is None or self.n_subsample >= n_points):
-            dK_points = dK_sub       # whole sets: indices[a] = 0..m−1, the gradient is already per point
+        if n_subset == n_points:
+            dK_points = dK_sub       # whole sets (subsample_sets returns them so): indices[a] = 0..m−1
         else:
             dK_points = np.zeros((M, N, n_points, d))
             rows, columns = np.arange(M)[:, None], np.arange(N)[None, :]

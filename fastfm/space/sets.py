@@ -24,8 +24,6 @@ def canonical_set_order(points):
     points : array of shape (..., m, dim)
     """
     points = np.asarray(points, dtype=np.float64)
-    if points.ndim == 2:
-        return np.lexsort(points.T[::-1])
     # one stable sort of all the sets' points with the set index as the primary key: the same order as sorting
     # each set alone, without a Python loop over thousands of candidate sets
     m, dim = points.shape[-2:]

@@ -75,3 +75,13 @@ def test_bad_values_raise_typed_errors_naming_the_parameter(mixed_set_space):
 def test_bad_definitions_raise(kwargs, match):
     with pytest.raises(ff.SpaceDefinitionError, match=match):
         ff.Set("s", **kwargs)
+
+
+@pytest.mark.parametrize("shape", [(6, 2), (9, 5, 2), (3, 4, 6, 3), (40, 10, 1)])
+def test_canonical_set_order_sorts_each_set_on_its_own(shape):
+    """One lexsort over all sets gives each set the order that sorting it alone gives (ties included: points on
+    a grid of 3 values repeat, and a stable sort keeps them in index order)."""
+    from fastfm.space.sets import canonical_set_order
+    points = np.random.default_rng(3).integers(0, 3, size=shape).astype(float)
+    expected = np.stack([np.lexsort(p.T[::-1]) for p in points.reshape(-1, *shape[-2:])]).reshape(shape[:-1])
+    np.testing.assert_array_equal(canonical_set_order(points), expected)
