@@ -9,6 +9,9 @@
    lockstep: the continuous step runs L-BFGS-B on the sum of their
    acquisition values, which is separable across starts (the BoTorch
    ``gen_candidates_scipy`` approach), so one scipy call serves all of them.
+   On a space with no discrete part (sets, continuous parameters only) there is nothing to alternate with:
+   each start runs its own quasi-Newton minimisation, the runs batched into one model call per iteration
+   (``batched_lbfgs``).
 3. Return the best point that is not already evaluated or pending.
 
 On a conditional space (SPEC §3) every point stays valid: random and spray
@@ -34,6 +37,7 @@ from scipy.optimize import minimize
 
 from .._parallel import thread_map
 from ..exceptions import FastFMError
+from .batched_lbfgs import minimize_batched
 
 __all__ = ["MixedAcquisitionOptimizer", "SearchSpaceExhaustedError", "AcquisitionResult"]
 
@@ -344,6 +348,11 @@ class MixedAcquisitionOptimizer:
 
     def _local_search(self, gp, acquisition, X, acq):
         space = self.space
+        if not space.n_discrete:
+            new_C, new_acq = self._continuous_runs(gp, acquisition, X)
+            gain = new_acq > acq + _tolerance(acq)
+            X[gain, :space.n_continuous], acq[gain] = new_C[gain], new_acq[gain]
+            return X, acq, 1
         active = np.ones(len(X), dtype=bool)
         rounds = 0
         for rounds in range(1, self.max_rounds + 1):
@@ -410,6 +419,33 @@ class MixedAcquisitionOptimizer:
         best_X[owner[last[better]]] = neighbours[last[better]]
         best_values[owner[last[better]]] = values[last[better]]
         return best_X, best_values
+
+    def _continuous_runs(self, gp, acquisition, X):
+        """Where there is no discrete part to alternate with: one quasi-Newton run per start on its own
+        (``batched_lbfgs``: one model call per iteration for all running starts), for as many iterations as
+        the alternation allows in all.  Independent runs stop one by one and keep their curvature pairs to
+        the end; the lockstep L-BFGS-B of ``_continuous_step`` evaluates every start until the slowest stops
+        and restarts its memory every round (docs/benchmarks/suggestion.md, "Independent runs on set spaces")."""
+        nc = self.space.n_continuous
+
+        def negative_acquisition(starts, C):
+            Z = X[starts]
+            Z[:, :nc] = C
+            mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(Z)
+            value, dvalue_dmu, dvalue_dsigma = acquisition(mu, sigma)
+            return -value, -(dvalue_dmu[:, None] * dmu + dvalue_dsigma[:, None] * dsigma)
+
+        lower, upper = (np.zeros(nc), np.ones(nc)) if self._region is None else (self._region.lower,
+                                                                                 self._region.upper)
+        # an inactive coordinate is pinned to its value (its inactive code): it never moves
+        active = self.space.active_columns(X)[:, :nc]
+        start = X[:, :nc]
+        C, _, _ = minimize_batched(negative_acquisition, start, np.where(active, lower, start),
+                                   np.where(active, upper, start), self.lbfgs_iterations_per_round * self.max_rounds)
+        Z = X.copy()
+        Z[:, :nc] = C
+        mu, sigma = gp.predict_standardized(Z)
+        return C, acquisition(mu, sigma)[0]
 
     def _continuous_step(self, gp, acquisition, X, acq):
         """One L-BFGS-B step on Σ_starts −acq(c_i | v_i), separable across starts."""
