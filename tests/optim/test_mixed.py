@@ -98,6 +98,40 @@ def test_local_search_improves_on_its_starts():
     assert result.n_rounds >= 1
 
 
+def test_set_space_runs_each_start_on_its_own_and_beats_the_lockstep_run():
+    """A set space has no discrete part: one batched quasi-Newton run per start (one 'round'), whose optima are at
+    least the lockstep L-BFGS-B's on the same starts (its restarts drop the curvature pairs)."""
+    space = ff.Space([ff.Set("s", n_points=4, dim=2)])
+    centres = np.array([[0.2, 0.3], [0.7, 0.8], [0.8, 0.2], [0.3, 0.75]])
+
+    def f(x):        # coverage of four bumps: the best set puts one point on each
+        points = x.reshape(4, 2)
+        return -np.sum(np.max(np.exp(-np.sum((points[:, None] - centres[None]) ** 2, axis=2) / 0.02), axis=0))
+
+    X = space.sample_encoded(20, seed=3)
+    y = np.array([f(x) for x in X])
+    kernel = ff.kernels.SetKernel(space=space, normalize=True) + ff.kernels.MMDSetKernel(space=space)
+    gp = ff.GaussianProcessRegressor(kernel, n_restarts=1, random_state=3).fit(X, y)
+    acquisition = _acq(gp)
+    optimizer = MixedAcquisitionOptimizer(space, n_random=300, n_starts=8, n_set_point_moves=0)
+    starts = space.sample_encoded(8, seed=5)
+    start_values = acquisition(*gp.predict_standardized(starts))[0]
+    X_runs, runs, n_rounds = optimizer._local_search(gp, acquisition, starts.copy(), start_values.copy())
+    assert n_rounds == 1
+    assert np.all(runs >= start_values) and np.any(runs > start_values + 1e-3)
+    assert np.all((X_runs >= 0.0) & (X_runs <= 1.0))
+    # the lockstep run from the same starts, alternation rounds and all, ends no higher overall
+    lockstep = starts.copy()
+    lockstep_values = start_values.copy()
+    for _ in range(optimizer.max_rounds):
+        C, values = optimizer._continuous_step(gp, acquisition, lockstep, lockstep_values)
+        gain = values > lockstep_values + 1e-6 * np.maximum(1.0, np.abs(lockstep_values))
+        if not gain.any():
+            break
+        lockstep[gain], lockstep_values[gain] = C[gain], values[gain]
+    assert runs.max() >= lockstep_values.max() - 1e-6 * max(1.0, abs(lockstep_values.max()))
+
+
 def test_threaded_scoring_matches_serial_scoring():
     """The scoring batches run in threads when there are cores: every score must be the serial one."""
     space = ff.Space([ff.Real("u", 0, 1), ff.Categorical("h", list(range(4))), ff.Integer("k", 0, 5)])

@@ -1,0 +1,87 @@
+"""The batched quasi-Newton runs of the acquisition search (fastfm/optim/batched_lbfgs.py)."""
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from fastfm.optim.batched_lbfgs import MAX_BACKTRACKS, minimize_batched
+
+
+def _quadratics(n_starts, n, seed):
+    """Random convex quadratics ½xᵀH_s x − c_sᵀx, one per start, with their batched value-and-gradient."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n_starts, n, n))
+    H = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(n)
+    c = 2.0 * rng.standard_normal((n_starts, n))
+
+    def fun(starts, X):
+        HX = np.einsum("kij,kj->ki", H[starts], X)
+        return 0.5 * np.sum(X * HX, axis=1) - np.sum(c[starts] * X, axis=1), HX - c[starts]
+    return fun, H, c
+
+
+def test_box_constrained_quadratics_reach_scipys_minimum():
+    n_starts, n = 25, 7
+    fun, H, c = _quadratics(n_starts, n, seed=0)
+    X0 = np.random.default_rng(1).random((n_starts, n))
+    X, F, _ = minimize_batched(fun, X0, 0.0, 1.0, maxiter=500)
+    assert np.all((X >= 0.0) & (X <= 1.0))
+    for s in range(n_starts):
+        reference = minimize(lambda x: (0.5 * x @ H[s] @ x - c[s] @ x, H[s] @ x - c[s]), X0[s], jac=True,
+                             method="L-BFGS-B", bounds=[(0.0, 1.0)] * n, options={"maxiter": 500})
+        assert F[s] <= reference.fun + 1e-8 * max(1.0, abs(reference.fun))
+        # and it is the value at the returned point
+        np.testing.assert_allclose(F[s], fun(np.array([s]), X[s:s + 1])[0][0], rtol=1e-12)
+    assert np.any((X == 0.0) | (X == 1.0))      # the box binds somewhere, so the projection was exercised
+
+
+def test_rosenbrock_in_a_box():
+    def fun(_, X):
+        x, y = X[:, :-1], X[:, 1:]
+        G = np.zeros_like(X)
+        G[:, :-1] += -400.0 * x * (y - x ** 2) - 2.0 * (1.0 - x)
+        G[:, 1:] += 200.0 * (y - x ** 2)
+        return np.sum(100.0 * (y - x ** 2) ** 2 + (1.0 - x) ** 2, axis=1), G
+
+    X0 = np.random.default_rng(2).uniform(-2.0, 2.0, (12, 4))
+    X, F, _ = minimize_batched(fun, X0, -2.0, 2.0, maxiter=2000)
+    # the global minimum (1, ..., 1), or the known local one of the 4-D function near (−1, 1, 1, 1)
+    at_global = np.all(np.abs(X - 1.0) < 1e-3, axis=1)
+    assert at_global.sum() >= 8
+    assert np.all(F[~at_global] > 3.0) and np.all(F[at_global] < 1e-6)
+
+
+def test_a_start_does_not_depend_on_the_others():
+    fun, _, _ = _quadratics(10, 5, seed=3)
+    X0 = np.random.default_rng(4).random((10, 5))
+    X_all, F_all, _ = minimize_batched(fun, X0, 0.0, 1.0, maxiter=50)
+    for s in (0, 7):
+        X_one, F_one, _ = minimize_batched(lambda starts, X: fun(starts + s, X), X0[s:s + 1], 0.0, 1.0, maxiter=50)
+        np.testing.assert_array_equal(X_one[0], X_all[s])
+        assert F_one[0] == F_all[s]
+
+
+def test_pinned_coordinates_never_move_and_maxiter_bounds_the_work():
+    fun, _, _ = _quadratics(6, 4, seed=5)
+    X0 = np.random.default_rng(6).random((6, 4))
+    lower, upper = np.zeros((6, 4)), np.ones((6, 4))
+    lower[:, 1] = upper[:, 1] = X0[:, 1]
+    X, _, n_evaluations = minimize_batched(fun, X0, lower, upper, maxiter=1)
+    np.testing.assert_array_equal(X[:, 1], X0[:, 1])
+    assert np.any(X != X0)
+    # one iteration: the first evaluation and at most one line search
+    assert n_evaluations <= 1 + MAX_BACKTRACKS
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_a_start_whose_value_is_not_finite_stays_put(bad):
+    fun, _, _ = _quadratics(3, 2, seed=7)
+
+    def with_bad_start(starts, X):
+        F, G = fun(starts, X)
+        F = np.where(starts == 1, bad, F)
+        return F, G
+
+    X0 = np.random.default_rng(8).random((3, 2))
+    X, F, _ = minimize_batched(with_bad_start, X0, 0.0, 1.0, maxiter=100)
+    np.testing.assert_array_equal(X[1], X0[1])
+    assert np.all(np.isfinite(F[[0, 2]])) and np.any(X[0] != X0[0])
