@@ -13,7 +13,7 @@ The method is projected L-BFGS (Nocedal & Wright 2006, Alg. 7.4, the two-loop re
 scipy's L-BFGS-B), restricted to the variables that are not held at a bound by their gradient, with a projected
 backtracking line search (Armijo condition, Nocedal & Wright Alg. 3.1, on the projected path as in Bertsekas
 1982, "Projected Newton methods for optimization problems with simple constraints").  Stopping rules are
-L-BFGS-B's defaults: projected gradient ≤ 1e-5 (inf-norm), relative decrease ≤ 2.2e-9 (``ftol``), or ``maxiter``.
+L-BFGS-B's defaults: projected gradient ≤ 1e-5 (inf-norm), relative decrease ≤ 2.2e-9, or ``maxiter``.
 Each start's path depends only on its own values, so a start's result does not depend on which others run.
 """
 import numpy as np
@@ -66,7 +66,7 @@ def _direction(G, free, S, Y, rho, n_pairs, newest):
     return -r * free
 
 
-def minimize_batched(fun, X0, lower, upper, maxiter, ftol=FTOL):
+def minimize_batched(fun, X0, lower, upper, maxiter):
     """Minimise each row of ``X0`` within its box, independently, with batched evaluations.
 
     Parameters
@@ -79,8 +79,6 @@ def minimize_batched(fun, X0, lower, upper, maxiter, ftol=FTOL):
         The box; a coordinate with lower == upper never moves.
     maxiter : int
         Iterations (accepted steps) per start at most.
-    ftol : float
-        A start stops after a step whose decrease is at most ftol · max(|f|, |f_new|, 1) (default: scipy's).
 
     Returns
     -------
@@ -155,7 +153,7 @@ def minimize_batched(fun, X0, lower, upper, maxiter, ftol=FTOL):
         previous = F[idx]
         X[idx[accepted]], F[idx[accepted]], G[idx[accepted]] = new_x[accepted], new_f[accepted], new_g[accepted]
         iterations[idx[accepted]] += 1
-        small_decrease = (previous - new_f) <= ftol * np.maximum(np.maximum(np.abs(previous), np.abs(new_f)), 1.0)
+        small_decrease = (previous - new_f) <= FTOL * np.maximum(np.maximum(np.abs(previous), np.abs(new_f)), 1.0)
         converged = np.max(np.abs(_projected_gradient(new_x, new_g, lo, hi)), axis=1) <= PGTOL
         stop = ~accepted | small_decrease | converged | (iterations[idx] >= maxiter)
         running[idx[stop]] = False

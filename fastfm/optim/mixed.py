@@ -443,11 +443,8 @@ class MixedAcquisitionOptimizer:
         # an inactive coordinate is pinned to its value (its inactive code): it never moves
         active = self.space.active_columns(X)[:, :nc]
         start = X[:, :nc]
-        # a step that gains less than the alternation's "no improvement" ends a run, as a round that gains less
-        # ends a start there (scipy's 2.2e-9 polished flat regions of the acquisition for hundreds of iterations)
         C, _, _ = minimize_batched(negative_acquisition, start, np.where(active, lower, start),
-                                   np.where(active, upper, start), self.lbfgs_iterations_per_round * self.max_rounds,
-                                   ftol=IMPROVEMENT_TOL)
+                                   np.where(active, upper, start), self.lbfgs_iterations_per_round * self.max_rounds)
         Z = X.copy()
         Z[:, :nc] = C
         mu, sigma = gp.predict_standardized(Z)
