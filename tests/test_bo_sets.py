@@ -64,8 +64,8 @@ def test_acquisition_optimiser_moves_set_coordinates_by_gradient():
 
     optimizer = MixedAcquisitionOptimizer(space, n_random=300, n_spray=20, n_starts=5, max_rounds=10)
     result = optimizer.optimize(gp, acquisition, X[np.argmin(y)], X, np.random.default_rng(0))
-    assert result.value > result.start_values.max()      # the L-BFGS-B steps improved on every start
-    assert result.n_rounds >= 2
+    assert result.value > result.start_values.max()      # the quasi-Newton runs improved on the best start
+    assert result.n_rounds == 1                          # a set space: one run per start, no alternation
     np.testing.assert_array_equal(space.canonical(result.x), result.x)
 
 

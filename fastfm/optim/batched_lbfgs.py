@@ -37,32 +37,25 @@ def _direction(G, free, S, Y, rho, n_pairs, newest):
     """−H g on the free variables by the two-loop recursion (Nocedal & Wright Alg. 7.4), one start per row.
 
     S, Y: (k, MEMORY, n) ring buffers, ``newest`` the slot of the latest pair, ``n_pairs`` how many are valid."""
-    q = G * free
-    k = len(G)
-    alphas = np.zeros((k, MEMORY))
-    rows = np.arange(k)
-    for back in range(MEMORY):               # newest to oldest
-        valid = back < n_pairs
-        if not valid.any():
-            break
+    rows = np.arange(len(G))
+    # the pairs newest first, restricted to the free variables: (valid rows, s, y, ρ)
+    pairs = []
+    for back in range(int(n_pairs.max(initial=0))):
         slot = (newest - back) % MEMORY
-        s, y = S[rows, slot] * free, Y[rows, slot] * free
-        alpha = np.where(valid, rho[rows, slot] * np.sum(s * q, axis=1), 0.0)
-        alphas[:, back] = alpha
+        pairs.append((back < n_pairs, S[rows, slot] * free, Y[rows, slot] * free, rho[rows, slot]))
+    q = G * free
+    alphas = []
+    for valid, s, y, rho_pair in pairs:                 # newest to oldest
+        alpha = np.where(valid, rho_pair * np.sum(s * q, axis=1), 0.0)
+        alphas.append(alpha)
         q -= alpha[:, None] * y
-    has_pairs = n_pairs > 0
     s_new, y_new = S[rows, newest % MEMORY], Y[rows, newest % MEMORY]
     yy = np.sum(y_new * y_new, axis=1)
-    gamma = np.where(has_pairs & (yy > 0), np.sum(s_new * y_new, axis=1) / np.where(yy > 0, yy, 1.0), 1.0)
+    gamma = np.where((n_pairs > 0) & (yy > 0), np.sum(s_new * y_new, axis=1) / np.where(yy > 0, yy, 1.0), 1.0)
     r = gamma[:, None] * q
-    for back in range(MEMORY - 1, -1, -1):   # oldest to newest
-        valid = back < n_pairs
-        if not valid.any():
-            continue
-        slot = (newest - back) % MEMORY
-        s, y = S[rows, slot] * free, Y[rows, slot] * free
-        beta = np.where(valid, rho[rows, slot] * np.sum(y * r, axis=1), 0.0)
-        r += s * np.where(valid, alphas[:, back] - beta, 0.0)[:, None]
+    for (valid, s, y, rho_pair), alpha in zip(reversed(pairs), reversed(alphas)):   # oldest to newest
+        beta = np.where(valid, rho_pair * np.sum(y * r, axis=1), 0.0)
+        r += s * np.where(valid, alpha - beta, 0.0)[:, None]
     return -r * free
 
 

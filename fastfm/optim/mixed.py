@@ -348,7 +348,7 @@ class MixedAcquisitionOptimizer:
     def _local_search(self, gp, acquisition, X, acq):
         space = self.space
         if not space.n_discrete and getattr(space, "set_params", None):
-            new_C, new_acq = self._continuous_runs(gp, acquisition, X)
+            new_C, new_acq = _independent_runs(self, gp, acquisition, X)
             gain = new_acq > acq + _tolerance(acq)
             X[gain, :space.n_continuous], acq[gain] = new_C[gain], new_acq[gain]
             return X, acq, 1
@@ -419,37 +419,6 @@ class MixedAcquisitionOptimizer:
         best_values[owner[last[better]]] = values[last[better]]
         return best_X, best_values
 
-    def _continuous_runs(self, gp, acquisition, X):
-        """On a set space with no discrete part to alternate with: one quasi-Newton run per start on its own
-        (``batched_lbfgs``: one model call per iteration for all running starts), for as many iterations as
-        the alternation allows in all.  Independent runs stop one by one and keep their curvature pairs to
-        the end; the lockstep L-BFGS-B of ``_continuous_step`` evaluates every start until the slowest stops
-        and restarts its memory every round.  On set spaces, where a row of the model's input gradient costs
-        O(N m² d), that took 30-40 % off the local search and found higher acquisition values; with a cheap
-        kernel (Matérn on a few Reals) the NumPy bookkeeping of the runs costs more than it saves, so plain
-        continuous spaces keep the lockstep run (docs/benchmarks/suggestion.md, "Independent runs on set
-        spaces")."""
-        nc = self.space.n_continuous
-
-        def negative_acquisition(starts, C):
-            Z = X[starts]
-            Z[:, :nc] = C
-            mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(Z)
-            value, dvalue_dmu, dvalue_dsigma = acquisition(mu, sigma)
-            return -value, -(dvalue_dmu[:, None] * dmu + dvalue_dsigma[:, None] * dsigma)
-
-        lower, upper = (np.zeros(nc), np.ones(nc)) if self._region is None else (self._region.lower,
-                                                                                 self._region.upper)
-        # an inactive coordinate is pinned to its value (its inactive code): it never moves
-        active = self.space.active_columns(X)[:, :nc]
-        start = X[:, :nc]
-        C, _, _ = minimize_batched(negative_acquisition, start, np.where(active, lower, start),
-                                   np.where(active, upper, start), self.lbfgs_iterations_per_round * self.max_rounds)
-        Z = X.copy()
-        Z[:, :nc] = C
-        mu, sigma = gp.predict_standardized(Z)
-        return C, acquisition(mu, sigma)[0]
-
     def _continuous_step(self, gp, acquisition, X, acq):
         """One L-BFGS-B step on Σ_starts −acq(c_i | v_i), separable across starts."""
         nc = self.space.n_continuous
@@ -517,3 +486,37 @@ class MixedAcquisitionOptimizer:
                 if not self._is_duplicate(X[i], exclude):
                     return AcquisitionResult(X[i], float(values[i]), n_rounds, start_values)
         raise SearchSpaceExhaustedError("could not find a point that is not already evaluated or pending")
+
+
+def _independent_runs(optimizer, gp, acquisition, X):
+    """``optimizer``'s continuous search on a set space with no discrete part to alternate with: one quasi-Newton
+    run per start on its own (``batched_lbfgs``: one model call per iteration for all running starts), for as many
+    iterations as the alternation allows in all.  Independent runs stop one by one and keep their curvature pairs
+    to the end; the lockstep L-BFGS-B of ``_continuous_step`` evaluates every start until the slowest stops and
+    restarts its memory every round.  On set spaces, where a row of the model's input gradient costs O(N m² d),
+    that took 30-40 % off the local search and found higher acquisition values; with a cheap kernel (Matérn on a
+    few Reals) the NumPy bookkeeping of the runs costs more than it saves, so plain continuous spaces keep the
+    lockstep run (docs/benchmarks/suggestion.md, "Independent runs of the local search on set spaces").
+
+    Returns the continuous parts (n_starts, n_continuous) and their acquisition values."""
+    space, region = optimizer.space, optimizer._region
+    nc = space.n_continuous
+
+    def negative_acquisition(starts, C):
+        Z = X[starts]
+        Z[:, :nc] = C
+        mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(Z)
+        value, dvalue_dmu, dvalue_dsigma = acquisition(mu, sigma)
+        return -value, -(dvalue_dmu[:, None] * dmu + dvalue_dsigma[:, None] * dsigma)
+
+    lower, upper = (np.zeros(nc), np.ones(nc)) if region is None else (region.lower, region.upper)
+    # an inactive coordinate is pinned to its value (its inactive code): it never moves
+    active = space.active_columns(X)[:, :nc]
+    start = X[:, :nc]
+    C, _, _ = minimize_batched(negative_acquisition, start, np.where(active, lower, start),
+                               np.where(active, upper, start),
+                               optimizer.lbfgs_iterations_per_round * optimizer.max_rounds)
+    Z = X.copy()
+    Z[:, :nc] = C
+    mu, sigma = gp.predict_standardized(Z)
+    return C, acquisition(mu, sigma)[0]
