@@ -175,6 +175,7 @@ class Kernel:
             raise ValueError(f"theta must be finite, got theta={theta!r}")
         values = self._all_log_values()
         values[mask] = theta
+        self.__dict__.pop("_pinned_state_key", None)    # the pin described the state being replaced
         i = 0
         for name, n in self._hyperparameter_specs():
             if n == 0:  # e.g. lengthscales of a space without continuous parameters
@@ -192,6 +193,11 @@ class Kernel:
     @property
     def n_theta(self):
         return int(self._free_mask().sum())
+
+    def _theta_leaves(self):
+        """The kernels whose hyperparameters make up ``theta``, in its order, each set by ``Kernel.theta``'s setter;
+        None when some part sets them its own way (then only ``theta = ...`` is right)."""
+        return [self] if type(self).theta is Kernel.theta else None
 
     def __sklearn_clone__(self):
         """``sklearn.base.clone`` of a kernel (e.g. inside a cloned GaussianProcessRegressor): a deep copy.
@@ -401,6 +407,12 @@ class _Composite(Kernel):
         self.k1.theta = theta[:n1]
         self.k2.theta = theta[n1:]
 
+    def _theta_leaves(self):
+        if type(self).theta is not _Composite.theta:
+            return None
+        first, second = self.k1._theta_leaves(), self.k2._theta_leaves()
+        return None if first is None or second is None else first + second
+
     @property
     def bounds(self):
         return np.vstack([self.k1.bounds, self.k2.bounds])
@@ -490,17 +502,68 @@ class _KernelLikelihoodTerms:
         self.kernel._fix_inputs(self.X)
         self.mask = self.kernel._free_mask()
         self.device = self.kernel._device_module(self.X)
+        self.setter = _ThetaSetter.of(self.kernel)
 
     def gram(self, theta):
-        self.kernel.theta = theta
+        if self.setter is None:
+            self.kernel.theta = theta
+        else:
+            self.setter(theta)
         return self.kernel._gram(self.X, None)
 
     def reduction(self, W):
         return self.kernel._full_reduction(self.X, W)[self.mask]
 
     def gram_on_device(self, theta):
-        self.kernel.theta = theta
+        if self.setter is None:
+            self.kernel.theta = theta
+        else:
+            self.setter(theta)
         return self.kernel._gram_on_device(self.X)
 
     def reduction_on_device(self, W, w_diag):
         return self.kernel._full_reduction_on_device(self.X, W)[self.mask]
+
+
+class _ThetaSetter:
+    """``kernel.theta = theta`` for the likelihood terms' private kernel, without the per-call bookkeeping.
+
+    The public setter rebuilds the hyperparameter list (validating every bound) and reads every value through the
+    memo on each call: ~0.2 ms on the sum of two set kernels, 12 % of a likelihood evaluation there.  The terms'
+    kernel is a private copy whose bounds never change, so which hyperparameters are free is read once; each call
+    then sets exactly the values the public setter would (the free ones exp(θ), the fixed ones exp(log(value)), as
+    it does) and pins every leaf's memo key, so that the Gram's many memo reads skip recomputing it."""
+
+    def __init__(self, plan, n_theta):
+        self.plan = plan          # [(leaf, [(name, n, free, scalar)])], in theta order
+        self.n_theta = n_theta
+
+    @classmethod
+    def of(cls, kernel):
+        leaves = kernel._theta_leaves()
+        if leaves is None:
+            return None
+        plan = []
+        for leaf in leaves:
+            specs = [(name, n, not hyperparameter.fixed, np.ndim(getattr(leaf, name)) == 0)
+                     for hyperparameter, (name, n) in zip(leaf.hyperparameters, leaf._hyperparameter_specs()) if n]
+            plan.append((leaf, specs))
+        return cls(plan, kernel.n_theta)
+
+    def __call__(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        if theta.shape != (self.n_theta,):
+            raise ValueError(f"theta must have shape ({self.n_theta},), got {theta.shape}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"theta must be finite, got theta={theta!r}")
+        start = 0
+        for leaf, specs in self.plan:
+            for name, n, free, scalar in specs:
+                if free:
+                    new = np.exp(theta[start:start + n])
+                    start += n
+                else:
+                    new = np.exp(np.log(_broadcast_value(getattr(leaf, name), n, name)))
+                setattr(leaf, name, float(new[0]) if n == 1 and scalar else new)
+            leaf.__dict__.pop("_pinned_state_key", None)
+            leaf.__dict__["_pinned_state_key"] = leaf._state_key()

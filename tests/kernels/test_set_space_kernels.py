@@ -171,3 +171,43 @@ def _set_kernels(kernel):
         return [kernel]
     return [k for child in (getattr(kernel, "k1", None), getattr(kernel, "k2", None)) if child is not None
             for k in _set_kernels(child)]
+
+
+def test_likelihood_terms_set_theta_as_the_public_setter_does(rng):
+    """The terms' fast setter (``base._ThetaSetter``) leaves every hyperparameter bitwise where ``kernel.theta = θ``
+    leaves it, fixed ones included, and a leaf set by the public setter afterwards drops the memo key it pinned."""
+    space = SET_SPACES["set_only"]
+    # the default's sum of the normalised and the MMD set kernel, with one amplitude fixed (the fixed path)
+    kernel = SpaceSum(SetKernel(space=space, normalize=True, variance=0.7, variance_bounds="fixed"),
+                      MMDSetKernel(space=space), space)
+    X = space.sample_encoded(10, seed=4)
+    terms = kernel._likelihood_terms(X)
+    assert terms.setter is not None                      # a sum of two set kernels: the fast path
+    leaves = terms.kernel._theta_leaves()
+    assert any(h.fixed for leaf in leaves for h in leaf.hyperparameters)
+    public = kernel.clone_with_theta(kernel.theta)
+    bounds = kernel.bounds
+    for _ in range(3):
+        theta = rng.uniform(bounds[:, 0], bounds[:, 1])
+        terms.gram(theta)
+        public.theta = theta
+        for mine, theirs in zip(leaves, public._theta_leaves()):
+            for name, _ in mine._hyperparameter_specs():
+                assert np.array_equal(np.asarray(getattr(mine, name)), np.asarray(getattr(theirs, name)))
+                assert type(getattr(mine, name)) is type(getattr(theirs, name))
+    leaf = leaves[0]
+    assert "_pinned_state_key" in vars(leaf)
+    other = np.clip(leaf.theta + 0.3, leaf.bounds[:, 0], leaf.bounds[:, 1])
+    leaf.theta = other
+    assert "_pinned_state_key" not in vars(leaf)
+    np.testing.assert_array_equal(leaf(X), leaf.clone_with_theta(other)(X))
+    with pytest.raises(ValueError, match="finite"):
+        terms.gram(np.full(kernel.n_theta, np.nan))
+
+
+def test_likelihood_terms_fall_back_where_a_part_sets_theta_its_own_way():
+    from fastfm.kernels import set_space_kernel
+    space = SET_SPACES["set_real_categorical"]            # a product with a SubspaceKernel (its own theta setter)
+    kernel = set_space_kernel("modlap", space)
+    assert kernel._theta_leaves() is None
+    assert kernel._likelihood_terms(space.sample_encoded(6, seed=1)).setter is None
