@@ -562,6 +562,9 @@ class SubspaceKernel(Kernel):
     def theta(self, theta):
         self.kernel.theta = theta
 
+    def _theta_leaves(self):
+        return self.kernel._theta_leaves()
+
     @property
     def bounds(self):
         return self.kernel.bounds

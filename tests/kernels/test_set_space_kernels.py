@@ -6,6 +6,7 @@ import pytest
 import fastfm as ff
 from kernels.test_kernel_contract import _finite_difference_of_weighted_sum
 from fastfm.kernels import MMDSetKernel, SetKernel, SpaceProduct, make_kernel
+from fastfm.kernels.base import Kernel
 from fastfm.kernels.sets import SpaceSum
 
 SET_SPACES = {
@@ -206,8 +207,27 @@ def test_likelihood_terms_set_theta_as_the_public_setter_does(rng):
 
 
 def test_likelihood_terms_fall_back_where_a_part_sets_theta_its_own_way():
+    """A kernel with a theta setter of its own (here a user's) keeps the public setter; a SubspaceKernel, which
+    hands θ to its kernel, is set through that kernel's leaves, and its Gram follows θ."""
     from fastfm.kernels import set_space_kernel
-    space = SET_SPACES["set_real_categorical"]            # a product with a SubspaceKernel (its own theta setter)
+    space = SET_SPACES["set_real_categorical"]            # a product with a SubspaceKernel
     kernel = set_space_kernel("modlap", space)
-    assert kernel._theta_leaves() is None
-    assert kernel._likelihood_terms(space.sample_encoded(6, seed=1)).setter is None
+    X = space.sample_encoded(6, seed=1)
+    terms = kernel._likelihood_terms(X)
+    assert terms.setter is not None
+    theta = kernel.theta + 0.1
+    np.testing.assert_allclose(terms.gram(theta), kernel.clone_with_theta(theta)(X), rtol=1e-13)
+
+    class OwnSetter(SetKernel):
+        @property
+        def theta(self):
+            return Kernel.theta.fget(self)
+
+        @theta.setter
+        def theta(self, theta):
+            Kernel.theta.fset(self, theta)
+
+    own = SpaceSum(OwnSetter(space=SET_SPACES["set_only"]), MMDSetKernel(space=SET_SPACES["set_only"]),
+                   SET_SPACES["set_only"])
+    assert own._theta_leaves() is None
+    assert own._likelihood_terms(SET_SPACES["set_only"].sample_encoded(6, seed=1)).setter is None
