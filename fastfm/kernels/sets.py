@@ -298,8 +298,14 @@ class SetKernel(Kernel):
         return d
 
     def _lengthscales(self, d):
-        n = np.size(self.lengthscale)
-        return np.ascontiguousarray(np.broadcast_to(self._values("lengthscale", n), (d,)), dtype=np.float64)
+        """The inner kernel's ℓ per coordinate, shape (d,), read-only (kept per hyperparameter state: a suggestion
+        asks for it ~1,000 times)."""
+        def compute():
+            n = np.size(self.lengthscale)
+            ls = np.array(np.broadcast_to(self._values("lengthscale", n), (d,)), dtype=np.float64)
+            ls.setflags(write=False)
+            return ls
+        return self._memo(("lengthscales", d), compute)
 
     def _subsets(self, sets):
         return subsample_sets(sets, self.n_subsample, self.seed, self.subsample)
