@@ -69,3 +69,50 @@ class SetCrossGradient:
 
     def time_input_gradient_mmd(self, backend, n_points):
         self.mmd.gram_and_input_gradient(self.A, self.B)
+
+
+class SetLocalSearch:
+    """The acquisition optimiser's local search on a set space (issue 24 §3): 50 starts (the default's 40 + 10
+    set-point moves) on a GP with the default set kernel (normalised + MMD) fitted to 50 random sets of m points in
+    R² of SetPeriodic, log-EI at its incumbent.  ``time_local_search`` is the search's wall time;
+    ``track_best_acquisition`` the highest log-EI it reaches, so that an A/B of two trees (``asv_benchmarks/ab.py``)
+    shows what a faster search gives up or gains (docs/benchmarks/suggestion.md, "Independent runs of the local
+    search on set spaces")."""
+
+    params = (["cpp", "numpy"], [4, 10])
+    param_names = ["backend", "n_points"]
+    timeout = 600
+    number = 1
+    repeat = 3
+
+    def setup(self, backend, n_points):
+        if backend not in available_backends():
+            raise NotImplementedError(f"backend {backend!r} is not available here")
+        import fastfm
+        from fastfm.acquisition import log_expected_improvement_and_grad
+        from fastfm.benchmarks import SetPeriodic
+        from fastfm.kernels import set_space_kernel
+        from fastfm.optim import MixedAcquisitionOptimizer
+
+        problem = SetPeriodic(n_points=n_points)
+        self.space = problem.space
+        X = self.space.sample_encoded(50, seed=1)
+        y = np.array([problem(config) for config in self.space.decode(X)])
+        kernel = set_space_kernel("modlap", self.space, backend=backend)
+        self.gp = fastfm.GaussianProcessRegressor(kernel, n_restarts=2, random_state=0).fit(X, y)
+        best = self.gp.best_y_standardized_
+        self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, best)
+        self.optimizer = MixedAcquisitionOptimizer(self.space)
+        candidates = self.space.sample_encoded(2_000, seed=3)
+        values = self.optimizer._score(self.gp, self.acquisition, candidates)
+        self.starts = candidates[np.argsort(-values, kind="stable")[:50]]
+        self.start_values = np.sort(values)[::-1][:50].copy()
+
+    def _search(self):
+        return self.optimizer._local_search(self.gp, self.acquisition, self.starts.copy(), self.start_values.copy())
+
+    def time_local_search(self, backend, n_points):
+        self._search()
+
+    def track_best_acquisition(self, backend, n_points):
+        return float(np.max(self._search()[1]))
