@@ -14,6 +14,12 @@ The gap to the best of the four is how far a search falls short of the acquisiti
 
     PYTHONPATH=. OMP_NUM_THREADS=1 python asv_benchmarks/sets/acquisition_gap.py --problems setperiodic:20,setdensity:20 \
         --random-counts 10000,2048,1000
+
+``--configs`` compares searches given as named ``acq_options`` (three searches each) on BO states of the default
+optimizer (default kernel and search) after each of ``--n-evals`` evaluations:
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 python asv_benchmarks/sets/acquisition_gap.py --problems setperiodic,pmedian \
+        --n-evals 30,60 --configs '{"default": {}, "2048x20": {"n_random": 2048, "n_starts": 20}}'
 """
 import argparse
 import json
@@ -65,29 +71,58 @@ def compare_random_counts(problem, spec, seed, n_evals, counts):
         f"({np.mean([t for _, t in runs]):.1f}s)" for n, runs in found.items()), flush=True)
 
 
+def compare_configs(problem, spec, seed, n_evals, configs, rows):
+    """Searches given as named acq_options, three draws each, on the default optimizer's BO states."""
+    opt = ff.Optimizer(problem.space, n_init=10, seed=seed)
+    done = 0
+    for target in n_evals:
+        for _ in range(target - done):
+            config = opt.ask()
+            opt.tell(config, problem(config))
+        done = target
+        found = {label: [search(opt, MixedAcquisitionOptimizer(opt.space, **options), 100 * draw + seed)
+                         for draw in range(3)] for label, options in configs.items()}
+        best = max(value for runs in found.values() for value, _ in runs)
+        row = {"problem": spec, "seed": seed, "n_evals": target}
+        for label, runs in found.items():
+            row[label] = {"mean_gap": best - float(np.mean([v for v, _ in runs])),
+                          "max_gap": best - min(v for v, _ in runs),
+                          "seconds": float(np.mean([t for _, t in runs]))}
+        rows.append(row)
+        print(f"{spec} seed {seed} at {target}: " + " | ".join(
+            f"{label}: mean gap {r['mean_gap']:.3f} max gap {r['max_gap']:.3f} ({r['seconds']:.2f}s)"
+            for label, r in ((label, row[label]) for label in configs)), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--problems", default="setcoverage,setchamfer,setperiodic,setdensity")
     parser.add_argument("--method", default="set-norm")
-    parser.add_argument("--n-evals", type=int, default=30)
+    parser.add_argument("--n-evals", default="30", help="evaluations before the search (a list with --configs)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--factor", type=int, default=10)
     parser.add_argument("--candidate", default="{}", help="acq_options (JSON) of the search under test")
     parser.add_argument("--json")
     parser.add_argument("--random-counts", help="compare these numbers of random candidate sets instead")
+    parser.add_argument("--configs", help="compare these named searches (JSON: label -> acq_options) instead")
     args = parser.parse_args()
+    n_evals = [int(n) for n in args.n_evals.split(",")]
     rows = []
     for spec in args.problems.split(","):
         name, _, m = spec.partition(":")
         problem = get_problem(name, **({"n_points": int(m)} if m else {}))
+        if args.configs:
+            for seed in range(args.seeds):
+                compare_configs(problem, spec, seed, n_evals, json.loads(args.configs), rows)
+            continue
         if args.random_counts:
             for seed in range(args.seeds):
-                compare_random_counts(problem, spec, seed, args.n_evals,
+                compare_random_counts(problem, spec, seed, n_evals[0],
                                       [int(n) for n in args.random_counts.split(",")])
             continue
         for seed in range(args.seeds):
             # the BO state is reached with the search of before issue 24 §4 (no one-point moves)
-            opt = fitted_state(problem, args.method, args.n_evals, seed, {"n_set_point_moves": 0})
+            opt = fitted_state(problem, args.method, n_evals[0], seed, {"n_set_point_moves": 0})
             space = opt.space
             searches = {
                 "old": MixedAcquisitionOptimizer(space, n_set_point_moves=0),
