@@ -49,14 +49,17 @@ __all__ = ["MixedAcquisitionOptimizer", "SearchSpaceExhaustedError", "Acquisitio
 # the time, and BO runs were level in sample efficiency (docs/benchmarks/suggestion.md, "Cheaper acquisition").
 N_RANDOM = 2_048
 N_STARTS = 10
-# ... on a space with Set parameters, the same N_RANDOM random sets but 40 starts: each score costs O(n_obs·m²·d)
-# there, and uniformly random sets in an m·d-dimensional box are poor starts next to the spray points, the one-point
-# moves and the quasi-Newton runs.  10,000 random sets (the measurements of issue 24 §4) did not lift the maximum
-# found: on the default optimizer's BO states of the five set problems (m = 4-10; 30 and 60 evaluations, 3 seeds,
-# 3 searches each) 2,048 reached the same mean log-EI (mean gap to the best search 0.114 against 0.136) in 55-60 %
-# of the search time, and so at m = 20 (0.24 against 0.32); fewer starts fell short on SetPeriodic
-# (asv_benchmarks/sets/acquisition_gap.py --configs; docs/benchmarks/suggestion.md)
+# ... on a space with Set parameters: each score costs O(n_obs·m²·d) there, and uniformly random sets in an
+# m·d-dimensional box are poor starts next to the spray points and L-BFGS-B; the 40 starts of the set
+# measurements of issue 24 §4 (asv_benchmarks/sets/acquisition_gap.py) stay
+N_RANDOM_SETS = 10_000
 N_STARTS_SETS = 40
+# ... but on sets of more than SET_POINTS_FOR_FULL_RANDOM points, N_RANDOM random sets: a score costs O(n_obs·m²·d),
+# so at m = 20 the 10,000 random sets were half of a suggestion, and they did not lift the maximum found: on BO states
+# of SetPeriodic and SetDensity at m = 20 (30 evaluations, 3 seeds each, 3 searches per state) 2,048 ended on
+# average 0.24 below the best log-EI of nine searches against 10,000's 0.32, in 55 % of the search time
+# (docs/benchmarks/sets.md, "Sets of 20 points")
+SET_POINTS_FOR_FULL_RANDOM = 10
 N_SPRAY = 50              # points around the incumbent, to encourage exploitation
 # On a space with Set parameters, candidates that move ONE point of one of the best observed sets (issue 24 §4):
 # half relocate it uniformly in the box, half jitter it by SPRAY_CONTINUOUS_STD.  Random sets and the spray
@@ -113,8 +116,9 @@ class MixedAcquisitionOptimizer:
     ----------
     space : Space
     n_random, n_spray, n_starts : int
-        See the module constants (``n_random`` defaults to N_RANDOM; ``n_starts`` to N_STARTS, or
-        N_STARTS_SETS on a space with ``Set`` parameters).
+        See the module constants (``n_random`` and ``n_starts`` default to N_RANDOM and N_STARTS, or
+        N_RANDOM_SETS and N_STARTS_SETS on a space with ``Set`` parameters; N_RANDOM random sets where a Set
+        has more than SET_POINTS_FOR_FULL_RANDOM points).
     lbfgs_iterations_per_round : int
         L-BFGS-B iterations per continuous step.
     n_set_point_moves : int
@@ -130,7 +134,8 @@ class MixedAcquisitionOptimizer:
         self.space = space
         has_sets = bool(getattr(space, "set_params", None))
         if n_random is None:
-            n_random = N_RANDOM
+            few_points = has_sets and max(p.n_points for p in space.set_params) <= SET_POINTS_FOR_FULL_RANDOM
+            n_random = N_RANDOM_SETS if few_points else N_RANDOM
         if n_starts is None:
             n_starts = N_STARTS_SETS if has_sets else N_STARTS
         self.n_random = int(n_random)
