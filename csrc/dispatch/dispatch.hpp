@@ -125,6 +125,8 @@ void set_gram_row_f64(int nu_times_two, const fastfm::ScaledSets<double>& A, con
                       std::size_t a, std::size_t b_begin, fastfm::SetWorkspace<double>& ws, double* row);
 void set_reduction_row_f64(int nu_times_two, const fastfm::ScaledSets<double>& A, const double* W, std::size_t a,
                            fastfm::SetWorkspace<double>& ws);
+void set_gram_gradient_row_f64(int nu_times_two, const fastfm::ScaledSets<double>& A, std::size_t a,
+                               fastfm::SetWorkspace<double>& ws, double* K_row, double* dK_row);
 void set_cross_gradient_row_f64(int nu_times_two, const fastfm::ScaledSets<double>& A,
                                 const fastfm::ScaledSets<double>& B, const double* length_scale, std::size_t a,
                                 fastfm::SetWorkspace<double>& ws, double* K_row, double* dK_row);

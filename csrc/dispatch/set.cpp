@@ -1,5 +1,5 @@
 // Hot entry points of the set kernels (SPEC §4, set.hpp): one row of the Gram, of the gradient
-// reduction and of the cross gradient, and one set's diagonal (with or without its derivatives).
+// reduction, of the Gram with its lengthscale derivatives and of the cross gradient, and one set's diagonal (with or without its derivatives).
 #include "dispatch/dispatch.hpp"
 
 namespace fastfm_dispatch {
@@ -30,6 +30,16 @@ FASTFM_HOT void set_reduction_row_f64(int nu_times_two, const fastfm::ScaledSets
         case 1: fastfm::set_reduction_row<double, fastfm::MaternOrder::Half>(A, W, a, ws); break;
         case 3: fastfm::set_reduction_row<double, fastfm::MaternOrder::ThreeHalves>(A, W, a, ws); break;
         default: fastfm::set_reduction_row<double, fastfm::MaternOrder::FiveHalves>(A, W, a, ws); break;
+    }
+}
+
+FASTFM_HOT void set_gram_gradient_row_f64(int nu_times_two, const fastfm::ScaledSets<double>& A, std::size_t a,
+                                          fastfm::SetWorkspace<double>& ws, double* K_row, double* dK_row) {
+    using fastfm::MaternOrder;
+    switch (nu_times_two) {
+        case 1: fastfm::set_gram_gradient_row<double, MaternOrder::Half>(A, a, ws, K_row, dK_row); break;
+        case 3: fastfm::set_gram_gradient_row<double, MaternOrder::ThreeHalves>(A, a, ws, K_row, dK_row); break;
+        default: fastfm::set_gram_gradient_row<double, MaternOrder::FiveHalves>(A, a, ws, K_row, dK_row); break;
     }
 }
 

@@ -1,6 +1,6 @@
 // Bindings of the set kernels (SPEC §4, set.hpp): set_gram, set_grad_reduction,
-// set_grad_reduction_and_weighted_gram, set_cross_gradient, set_diag, set_diag_gradient.  Each row runs
-// in an entry point of csrc/dispatch/set.cpp.
+// set_grad_reduction_and_weighted_gram, set_gram_gradient, set_cross_gradient, set_diag,
+// set_diag_gradient.  Each row runs in an entry point of csrc/dispatch/set.cpp.
 #include <string>
 #include <tuple>
 #include <utility>
@@ -95,6 +95,30 @@ py::array_t<double> set_grad_reduction(const py::object& A_obj, const py::object
     return set_grad_reduction_and_weighted_gram(A_obj, W_obj, ls_obj, nu, num_threads).first;
 }
 
+// (K (N, N), dK (N, N, d)), dK[a, b, k] = ∂K[a, b]/∂log ℓ_k (set.hpp, set_gram_gradient).
+std::pair<py::array_t<double>, py::array_t<double>> set_gram_gradient(const py::object& A_obj,
+                                                                      const py::object& ls_obj, double nu,
+                                                                      int num_threads) {
+    DoubleArray A = sets_array(A_obj, "A");
+    DoubleArray ls = length_scale_array(ls_obj, A.shape(2));
+    const int code = nu_code(nu);
+    py::array_t<double> K({A.shape(0), A.shape(0)});
+    py::array_t<double> dK({A.shape(0), A.shape(0), A.shape(2)});
+    double* K_out = K.mutable_data();
+    double* dK_out = dK.mutable_data();
+    {
+        py::gil_scoped_release release;
+        const fastfm::ScaledSets<double> SA(A.data(), static_cast<std::size_t>(A.shape(0)),
+                                            static_cast<std::size_t>(A.shape(1)),
+                                            static_cast<std::size_t>(A.shape(2)), ls.data());
+        fastfm::set_gram_gradient(SA, K_out, dK_out, num_threads,
+                                  [&](fastfm::SetWorkspace<double>& ws, std::size_t a, double* K_row, double* dK_row) {
+                                      fastfm_dispatch::set_gram_gradient_row_f64(code, SA, a, ws, K_row, dK_row);
+                                  });
+    }
+    return {K, dK};
+}
+
 // (K (NA, NB), dK (NA, NB, m, d)), dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k] (set.hpp, set_cross_gradient).
 std::pair<py::array_t<double>, py::array_t<double>> set_cross_gradient(const py::object& A_obj,
                                                                        const py::object& B_obj,
@@ -181,6 +205,10 @@ void bind_set(py::module_& m) {
     m.def("set_grad_reduction_and_weighted_gram", &set_grad_reduction_and_weighted_gram,
           py::arg("A"), py::arg("W"), py::arg("length_scale"), py::arg("nu") = 2.5, py::arg("num_threads") = 0,
           "(g (d,), Σ_ab W_ab K_ab) from one pass over the pairs.");
+    m.def("set_gram_gradient", &set_gram_gradient, py::arg("A"), py::arg("length_scale"), py::arg("nu") = 2.5,
+          py::arg("num_threads") = 0,
+          "(K (N, N), dK (N, N, d)) with dK[a, b, k] = ∂K[a, b]/∂log ℓ_k for K = set_gram(A, None, ℓ, ν): one pass "
+          "over the point pairs gives both.");
     m.def("set_cross_gradient", &set_cross_gradient, py::arg("A"), py::arg("B"), py::arg("length_scale"),
           py::arg("nu") = 2.5, py::arg("num_threads") = 0,
           "(K (NA, NB), dK (NA, NB, m, d)) with dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k] for K = set_gram(A, B, ℓ, ν); "

@@ -166,6 +166,13 @@ def set_grad_reduction_and_weighted_gram(A, W, length_scale, nu=2.5):
                                                      _threads_for(N * (N + 1) // 2 * m * m))
 
 
+def set_gram_gradient(A, length_scale, nu=2.5):
+    """(K (N, N), dK (N, N, d)) with dK[..., k] = ∂K/∂log ℓ_k (see ``numpy_backend.set_gram_gradient``), from
+    one pass over the pairs."""
+    N, m = np.shape(A)[:2]
+    return _cpp.set_gram_gradient(A, length_scale, float(nu), _threads_for(N * (N + 1) // 2 * m * m))
+
+
 def set_cross_gradient(A, B, length_scale, nu=2.5):
     """K (NA, NB) and dK (NA, NB, m, d), dK[a, b, i, k] = ∂K[a, b]/∂A[a, i, k] (see
     ``numpy_backend.set_cross_gradient``)."""

@@ -66,6 +66,9 @@ def draw_subsample(seed, n_points, dim, n_subsample):
 
 
 SUBSAMPLE_MODES = ("shared", "independent")
+# The largest (N, N, d) array of per-pair lengthscale derivatives that the likelihood terms keep (64 MiB of float64;
+# N = 2,048 sets in the plane): above it the reduction makes its own pass (SetKernel._one_pass_gradient)
+ONE_PASS_MAX_ELEMENTS = 1 << 23
 
 
 def subsample_sets(X, n_subsample, seed, mode="shared"):
@@ -375,7 +378,33 @@ class SetKernel(Kernel):
         """E(A, B) = K_set(A, B) with unit amplitude (A = ``_subsets_of(X)``; B None: E(A, A), kept)."""
         def compute():
             return self._backend_call("set_gram", A, B, self._lengthscales(self._dim_of(A)), float(self.nu))
-        return compute() if B is not None else self._kept(X, "plain_gram", compute)
+        if B is not None:
+            return compute()
+        if self._one_pass_gradient(X, A):
+            return self._plain_gram_and_gradient(X, A)[0]
+        return self._kept(X, "plain_gram", compute)
+
+    # The likelihood asks at every θ for the Gram and then for Σ W ∘ ∂E/∂log ℓ: two passes over the O(N² m² d) point
+    # pairs that share every distance, square root and exponential.  Where the backend gives E with every pair's
+    # ∂E_ab/∂log ℓ_k in one pass (an (N, N, d) array, at most ONE_PASS_MAX_ELEMENTS of it), the likelihood terms
+    # keep both, and the reduction is a product with W at O(N² d): 0.63 + 0.92 -> 0.91 ms for the Gram and the
+    # reduction of (N, m, d) = (100, 10, 2) sets on one core (docs/benchmarks/suggestion.md).
+    def _one_pass_gradient(self, X, A):
+        return (X is self.__dict__.get("_fixed_inputs") and A.shape[0] ** 2 * A.shape[2] <= ONE_PASS_MAX_ELEMENTS
+                and getattr(get_backend(self.backend), "set_gram_gradient", None) is not None)
+
+    def _plain_gram_and_gradient(self, X, A):
+        """(E(A, A), ∂E/∂log ℓ (N, N, d)), kept (only where ``_one_pass_gradient``)."""
+        return self._kept(X, "plain_gram_and_gradient", lambda: self._backend_call(
+            "set_gram_gradient", A, self._lengthscales(self._dim_of(A)), float(self.nu)))
+
+    def _weighted_gradient(self, X, A, W):
+        """g_k = Σ_ab W_ab ∂E_ab/∂log ℓ_k, shape (d,)."""
+        if self._one_pass_gradient(X, A):
+            dE = self._plain_gram_and_gradient(X, A)[1]
+            return W.reshape(-1) @ dE.reshape(-1, dE.shape[2])
+        return np.asarray(self._backend_call("set_grad_reduction", A, W, self._lengthscales(self._dim_of(A)),
+                                             float(self.nu)))
 
     def _diagonal_of(self, X, A, with_gradient=False):
         """``_diagonal(A, with_gradient)`` (A = ``_subsets_of(X)``)."""
@@ -415,11 +444,13 @@ class SetKernel(Kernel):
             S = self._scaling(diag, diag)
             K_n = S * self._plain_gram(X, A)
             r = np.sum(0.5 * (W + W.T) * K_n, axis=1)
-            g_ls = np.asarray(self._backend_call("set_grad_reduction", A, W * S, ls, float(self.nu)))
-            g_ls = g_ls - power * (r @ (d_diag / diag[:, None]))
+            g_ls = self._weighted_gradient(X, A, W * S) - power * (r @ (d_diag / diag[:, None]))
             weighted_gram = np.sum(W * K_n)
             if self._learns_normalization:
                 g_power = [variance * -power * float(r @ np.log(diag))]
+        elif self._one_pass_gradient(X, A):
+            g_ls = self._weighted_gradient(X, A, W)
+            weighted_gram = np.sum(W * self._plain_gram(X, A))
         else:
             fused = getattr(get_backend(self.backend), "set_grad_reduction_and_weighted_gram", None)
             if fused is not None:       # one pass for both (the cpp backend)
@@ -688,7 +719,6 @@ class MMDSetKernel(SetKernel):
 
     def _full_reduction(self, X, W):
         A = self._subsets_of(X)
-        ls, nu = self._lengthscales(self._dim_of(A)), float(self.nu)
         rho2 = self._rho() ** 2
         diag, d_diag, _ = self._diagonal_of(X, A, with_gradient=True)
         distance = self._mmd2(self._plain_gram(X, A), diag, diag)
@@ -697,7 +727,7 @@ class MMDSetKernel(SetKernel):
         # ∂K_ab/∂log ℓ = −K_ab/(2ρ²) (∂δ_a + ∂δ_b − 2 ∂E_ab): the diagonal terms through r_a = Σ_b V_ab + V_ba,
         # the cross term through the set kernel's own reduction with weights V
         r = V.sum(axis=1) + V.sum(axis=0)
-        g_ls = (np.asarray(self._backend_call("set_grad_reduction", A, V, ls, nu)) - 0.5 * (r @ d_diag)) / rho2
+        g_ls = (self._weighted_gradient(X, A, V) - 0.5 * (r @ d_diag)) / rho2
         return np.concatenate([self._reduce_lengthscale(g_ls), [np.sum(V)], [np.sum(V * distance) / rho2]])
 
     def _full_gradient(self, X):

@@ -166,6 +166,37 @@ def test_likelihood_terms_keep_nothing_stale(set_space, backend, rng, normalize)
     assert not any("_fixed_inputs" in vars(k) for k in _set_kernels(kernel))
 
 
+@pytest.mark.parametrize("n_subsample", [None, 3])
+def test_likelihood_terms_take_the_gram_and_its_derivatives_from_one_pass(monkeypatch, rng, n_subsample):
+    """On the likelihood's fixed inputs the default's sum of the normalised and the MMD set kernel takes the Gram and
+    every pair's ∂/∂log ℓ from one backend pass (no separate reduction pass), and gives the reduction of two passes
+    to round-off; above ONE_PASS_MAX_ELEMENTS it makes the two passes."""
+    pytest.importorskip("fastfm._cpp", reason="the compiled extension fastfm._cpp is not built")
+    from fastfm._backends import cpp
+    from fastfm.kernels import sets as sets_module
+    space = SET_SPACES["set_only"]
+    kernel = SpaceSum(SetKernel(space=space, normalize=True, n_subsample=n_subsample, seed=2, backend="cpp"),
+                      MMDSetKernel(space=space, n_subsample=n_subsample, seed=2, backend="cpp"), space)
+    X = space.sample_encoded(15, seed=6)
+    W = rng.normal(size=(15, 15))
+    calls = []
+    for name in ("set_gram_gradient", "set_grad_reduction"):
+        original = getattr(cpp, name)
+        monkeypatch.setattr(cpp, name, lambda *args, _f=original, _n=name: calls.append(_n) or _f(*args))
+    theta = kernel.theta + 0.1
+    results = {}
+    for limit in (sets_module.ONE_PASS_MAX_ELEMENTS, 0):
+        monkeypatch.setattr(sets_module, "ONE_PASS_MAX_ELEMENTS", limit)
+        calls.clear()
+        terms = kernel._likelihood_terms(X)
+        results[limit] = terms.gram(theta).copy(), terms.reduction(W)
+        expected = ["set_gram_gradient"] * 2 if limit else ["set_grad_reduction"] * 2
+        assert calls == expected
+    (K_one, g_one), (K_two, g_two) = results.values()
+    np.testing.assert_allclose(K_one, K_two, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(g_one, g_two, rtol=1e-11, atol=1e-12 * np.abs(g_two).max())
+
+
 def _set_kernels(kernel):
     """Every SetKernel (MMDSetKernel included) inside a composite kernel."""
     if isinstance(kernel, SetKernel):
@@ -201,7 +232,8 @@ def test_likelihood_terms_set_theta_as_the_public_setter_does(rng):
     other = np.clip(leaf.theta + 0.3, leaf.bounds[:, 0], leaf.bounds[:, 1])
     leaf.theta = other
     assert "_pinned_state_key" not in vars(leaf)
-    np.testing.assert_array_equal(leaf(X), leaf.clone_with_theta(other)(X))
+    # (to round-off: on its fixed inputs the leaf computes the Gram in the pass that gives its derivatives too)
+    np.testing.assert_allclose(leaf(X), leaf.clone_with_theta(other)(X), rtol=1e-14, atol=0)
     with pytest.raises(ValueError, match="finite"):
         terms.gram(np.full(kernel.n_theta, np.nan))
 

@@ -203,6 +203,12 @@ def test_cpp_matches_numpy_reference(cpp, nu, shape, rng):
     K = numpy_backend.set_gram(A, None, ls, nu)
     assert_close(g, reference, scale=scale, err_msg="fused gradient reduction")
     assert_close(weighted_gram, np.sum(W * K), scale=np.sum(np.abs(W * K)), err_msg="fused Σ W ∘ K")
+    K_one_pass, dK_one_pass = cpp.set_gram_gradient(A, ls, nu)
+    assert dK_one_pass.shape == shape[:1] * 2 + shape[2:]
+    assert_close(K_one_pass, K, err_msg="Gram of the one-pass Gram and gradient")
+    assert_close(dK_one_pass, dK, err_msg="∂K/∂log ℓ of the one-pass Gram and gradient")
+    assert np.array_equal(dK_one_pass, dK_one_pass.transpose(1, 0, 2))        # mirrored, not recomputed
+    assert_close(np.einsum("ab,abk->k", W, dK_one_pass), reference, scale=scale, err_msg="Σ W ∘ ∂K from one pass")
 
 
 def _sets_with_coinciding_points(rng, n_sets, m, m_other, d):
@@ -268,7 +274,10 @@ def test_cpp_parallel_equals_serial(cpp, rng):
     ls = np.array([0.3, 0.5])
     with ff.config_context(num_threads=1):
         serial = cpp.set_gram(A, None, ls, 2.5)
+        serial_one_pass = cpp.set_gram_gradient(A, ls, 2.5)
     assert_close(cpp.set_gram(A, None, ls, 2.5), serial, err_msg="threads")
+    for value, reference in zip(cpp.set_gram_gradient(A, ls, 2.5), serial_one_pass):
+        assert_close(value, reference, err_msg="threads, one-pass Gram and gradient")
 
 
 def test_cpp_boundary_checks_name_the_argument(cpp, rng):
@@ -286,6 +295,10 @@ def test_cpp_boundary_checks_name_the_argument(cpp, rng):
         _cpp.set_gram(A, None, np.ones(2), 1.0)
     with pytest.raises(ValueError, match="W must have shape"):
         _cpp.set_grad_reduction(A, np.ones((3, 3)), np.ones(2))
+    with pytest.raises(ValueError, match="A must have shape"):
+        _cpp.set_gram_gradient(A[0], np.ones(2))
+    with pytest.raises(ValueError, match=r"length_scale\[0\]"):
+        _cpp.set_gram_gradient(A, np.array([0.0, 1.0]))
     B = rng.random((5, 2, 2))
     with pytest.raises(ValueError, match=r"A must have shape \(n_sets, n_points, dim\), got \(3, 2\)"):
         _cpp.set_cross_gradient(A[0], B, np.ones(2))

@@ -276,6 +276,53 @@ void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWor
     }
 }
 
+// One row a of the Gram with its lengthscale derivatives, b ≥ a: K_row[b] = K[a, b] and
+// dK_row[b·d + k] = ∂K_ab/∂log ℓ_k = −2/m² Σ_ij slope(s_ij) Δ_ijk² (as set_reduction_row, but every pair's
+// sums are written out instead of weighted: the likelihood's gradient is then Σ W ∘ ∂K at O(N² d), and the
+// pass that the Gram and the reduction each made over the O(N² m² d) point pairs is made once).
+template <typename T, MaternOrder Nu>
+void set_gram_gradient_row(const ScaledSets<T>& A, std::size_t a, SetWorkspace<T>& ws, T* FASTFM_RESTRICT K_row,
+                           T* FASTFM_RESTRICT dK_row) {
+    const std::size_t N = A.n_sets, m = A.m, d = A.d, ld = A.n_points();
+    const std::size_t sets_per_chunk = std::max<std::size_t>(1, kSetChunk / std::max<std::size_t>(m, 1));
+    const std::size_t stride = ws.sq.size();
+    const T inv_pairs = T(1) / (T(m) * T(m));
+    T* FASTFM_RESTRICT sq = ws.sq.data();
+    T* FASTFM_RESTRICT acc = ws.acc.data();
+    for (std::size_t b0 = a; b0 < N; b0 += sets_per_chunk) {
+        const std::size_t n_sets = std::min(sets_per_chunk, N - b0);
+        const std::size_t first = b0 * m, count = n_sets * m;
+        std::fill(acc, acc + (d + 1) * stride, T(0));
+        T* FASTFM_RESTRICT acc_value = acc + d * stride;
+        for (std::size_t i = 0; i < m; ++i) {
+            const T* x = A.point(a, i);
+            squared_distances(x, A.columns.data(), ld, d, first, count, sq);
+            add_values_keep_slopes<T, Nu>(sq, acc_value, count);
+            for (std::size_t k = 0; k < d; ++k) {
+                const T xk = x[k];
+                const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
+                T* FASTFM_RESTRICT acck = acc + k * stride;
+#pragma omp simd
+                for (std::size_t q = 0; q < count; ++q) {
+                    const T diff = xk - yk[q];
+                    acck[q] += sq[q] * diff * diff;
+                }
+            }
+        }
+        for (std::size_t s = 0; s < n_sets; ++s) {
+            const std::size_t b = b0 + s;
+            T total = T(0);
+            for (std::size_t j = 0; j < m; ++j) total += acc_value[s * m + j];
+            K_row[b] = total * inv_pairs;
+            for (std::size_t k = 0; k < d; ++k) {
+                T sum = T(0);
+                for (std::size_t j = 0; j < m; ++j) sum += acc[k * stride + s * m + j];
+                dK_row[b * d + k] = T(-2) * inv_pairs * sum;
+            }
+        }
+    }
+}
+
 // One row a of the cross gradient: K_row[b] = K[a, b] for every b (length NB) and
 // dK_row[(b·m + i)·d + k] = ∂K_ab/∂A_aik = 2/(m m' ℓ_k) Σ_j slope(s_ij) Δ_ijk (Δ the scaled difference
 // x_i − y_j, so the 1/ℓ_k turns the derivative in scaled coordinates into one in A's own).
@@ -438,6 +485,24 @@ void set_grad_reduction(const ScaledSets<T>& A, T* g, int n_threads, Row row) {
     const T scale = T(-2) / (T(m) * T(m));
     for (std::size_t k = 0; k < d; ++k) g[k] = scale * total[k];
     g[d] = total[d] / (T(m) * T(m));
+}
+
+// K = set_gram(A, A) (N, N) and dK (N, N, d), dK[a, b, k] = ∂K_ab/∂log ℓ_k, row-major; pairs b ≥ a computed
+// once and mirrored.  row(ws, a, K_row, dK_row) is set_gram_gradient_row (or an ISA-dispatched copy).
+template <typename T, typename Row>
+void set_gram_gradient(const ScaledSets<T>& A, T* K, T* dK, int n_threads, Row row) {
+    const std::size_t N = A.n_sets, d = A.d;
+    for_each_row_tile(
+        N, 1, n_threads, [&] { return SetWorkspace<T>(kSetChunk + A.m, d); },
+        [&](SetWorkspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t) {
+            for (std::size_t a = a0; a < a1; ++a) {
+                row(ws, a, K + a * N, dK + a * N * d);
+                for (std::size_t b = a + 1; b < N; ++b) {
+                    K[b * N + a] = K[a * N + b];
+                    for (std::size_t k = 0; k < d; ++k) dK[(b * N + a) * d + k] = dK[(a * N + b) * d + k];
+                }
+            }
+        });
 }
 
 // K (NA, NB) and dK (NA, NB, m, d), row-major, dK[a, b, i, k] = ∂K_ab/∂A_aik (A in its own,
