@@ -116,3 +116,36 @@ class SetLocalSearch:
 
     def track_best_acquisition(self, backend, n_points):
         return float(np.max(self._search()[1]))
+
+
+class SetLikelihood:
+    """One GP log-likelihood and its gradient, what each L-BFGS-B step of the hyperparameter fit costs, on a set space
+    (issue 24 §3): the default set kernel (normalised + MMD) on N random SetPeriodic sets of 10 points in R²
+    (``fastfm.gp.fitting.objective``: the likelihood terms keep the plain Gram per θ, and the cpp backend takes it with
+    every pair's ∂/∂log ℓ from one pass; docs/benchmarks/suggestion.md, "One pass for the set Gram and its
+    derivatives")."""
+
+    params = (["cpp", "numpy"], [50, 100, 200])
+    param_names = ["backend", "n_sets"]
+    timeout = 300
+
+    def setup(self, backend, n_sets):
+        if backend not in available_backends():
+            raise NotImplementedError(f"backend {backend!r} is not available here")
+        from fastfm.benchmarks import SetPeriodic
+        from fastfm.gp.fitting import objective
+        from fastfm.kernels import set_space_kernel
+
+        problem = SetPeriodic(n_points=10)
+        space = problem.space
+        X = space.sample_encoded(n_sets, seed=1)
+        y = np.array([problem(config) for config in space.decode(X)])
+        kernel = set_space_kernel("modlap", space, backend=backend)
+        self.objective = objective(kernel, X, (y - y.mean()) / y.std(), None)
+        self.theta = np.append(kernel.theta, np.log(1e-2))
+        self.objective(self.theta)       # the first call builds the likelihood terms' private state
+
+    def time_likelihood_and_gradient(self, backend, n_sets):
+        # a new θ every call, as in a fit (the terms keep values per θ)
+        self.theta[0] += 1e-9
+        self.objective(self.theta)
