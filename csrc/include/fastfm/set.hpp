@@ -232,38 +232,48 @@ void set_gram_row(const ScaledSets<T>& A, const ScaledSets<T>& B, std::size_t a,
     }
 }
 
+// The pass over the point pairs of row a that the gradient reduction and the Gram with its derivatives share,
+// for the chunk [first, first + count) of A's flattened points (whole sets): acc row k < d (stride ws.sq.size())
+// gets Σ_i slope(s_iq) Δ_iqk² and acc row d gets Σ_i k(s_iq), over the points i of set a.
+template <typename T, MaternOrder Nu>
+inline void accumulate_slope_squares_and_values(const ScaledSets<T>& A, std::size_t a, std::size_t first,
+                                                std::size_t count, SetWorkspace<T>& ws) {
+    const std::size_t m = A.m, d = A.d, ld = A.n_points(), stride = ws.sq.size();
+    T* FASTFM_RESTRICT sq = ws.sq.data();
+    T* FASTFM_RESTRICT acc = ws.acc.data();
+    std::fill(acc, acc + (d + 1) * stride, T(0));
+    T* FASTFM_RESTRICT acc_value = acc + d * stride;
+    for (std::size_t i = 0; i < m; ++i) {
+        const T* x = A.point(a, i);
+        squared_distances(x, A.columns.data(), ld, d, first, count, sq);
+        // sq[q] becomes the slope; the Δ_k² are recomputed per k (cheap, and no d·chunk buffer)
+        add_values_keep_slopes<T, Nu>(sq, acc_value, count);
+        for (std::size_t k = 0; k < d; ++k) {
+            const T xk = x[k];
+            const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
+            T* FASTFM_RESTRICT acck = acc + k * stride;
+#pragma omp simd
+            for (std::size_t q = 0; q < count; ++q) {
+                const T diff = xk - yk[q];
+                acck[q] += sq[q] * diff * diff;
+            }
+        }
+    }
+}
+
 // One row's share of the gradient reduction: adds Σ_{b ≥ a} w_ab Σ_ij slope(s_ij) Δ_ijk² into
 // ws.partial[k], with w_ab = W_ab + W_ba (W_aa on the diagonal): every unordered pair once;
 // and Σ_{b ≥ a} w_ab Σ_ij k(s_ij) into ws.partial[d] (the variance gradient needs Σ W ∘ K, and
 // the value costs one multiply-add more once sqrt and exp are shared with the slope).
 template <typename T, MaternOrder Nu>
 void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWorkspace<T>& ws) {
-    const std::size_t N = A.n_sets, m = A.m, d = A.d, ld = A.n_points();
+    const std::size_t N = A.n_sets, m = A.m, d = A.d;
     const std::size_t sets_per_chunk = std::max<std::size_t>(1, kSetChunk / std::max<std::size_t>(m, 1));
     const std::size_t stride = ws.sq.size();
-    T* FASTFM_RESTRICT sq = ws.sq.data();
-    T* FASTFM_RESTRICT acc = ws.acc.data();
+    const T* acc = ws.acc.data();
     for (std::size_t b0 = a; b0 < N; b0 += sets_per_chunk) {
         const std::size_t n_sets = std::min(sets_per_chunk, N - b0);
-        const std::size_t first = b0 * m, count = n_sets * m;
-        std::fill(acc, acc + (d + 1) * stride, T(0));
-        T* FASTFM_RESTRICT acc_value = acc + d * stride;
-        for (std::size_t i = 0; i < m; ++i) {
-            const T* x = A.point(a, i);
-            squared_distances(x, A.columns.data(), ld, d, first, count, sq);
-            // sq[q] becomes the slope; the Δ_k² are recomputed per k (cheap, and no d·chunk buffer)
-            add_values_keep_slopes<T, Nu>(sq, acc_value, count);
-            for (std::size_t k = 0; k < d; ++k) {
-                const T xk = x[k];
-                const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
-                T* FASTFM_RESTRICT acck = acc + k * stride;
-#pragma omp simd
-                for (std::size_t q = 0; q < count; ++q) {
-                    const T diff = xk - yk[q];
-                    acck[q] += sq[q] * diff * diff;
-                }
-            }
-        }
+        accumulate_slope_squares_and_values<T, Nu>(A, a, b0 * m, n_sets * m, ws);
         for (std::size_t s = 0; s < n_sets; ++s) {
             const std::size_t b = b0 + s;
             const T w = b == a ? W[a * N + a] : W[a * N + b] + W[b * N + a];
@@ -283,36 +293,18 @@ void set_reduction_row(const ScaledSets<T>& A, const T* W, std::size_t a, SetWor
 template <typename T, MaternOrder Nu>
 void set_gram_gradient_row(const ScaledSets<T>& A, std::size_t a, SetWorkspace<T>& ws, T* FASTFM_RESTRICT K_row,
                            T* FASTFM_RESTRICT dK_row) {
-    const std::size_t N = A.n_sets, m = A.m, d = A.d, ld = A.n_points();
+    const std::size_t N = A.n_sets, m = A.m, d = A.d;
     const std::size_t sets_per_chunk = std::max<std::size_t>(1, kSetChunk / std::max<std::size_t>(m, 1));
     const std::size_t stride = ws.sq.size();
     const T inv_pairs = T(1) / (T(m) * T(m));
-    T* FASTFM_RESTRICT sq = ws.sq.data();
-    T* FASTFM_RESTRICT acc = ws.acc.data();
+    const T* acc = ws.acc.data();
     for (std::size_t b0 = a; b0 < N; b0 += sets_per_chunk) {
         const std::size_t n_sets = std::min(sets_per_chunk, N - b0);
-        const std::size_t first = b0 * m, count = n_sets * m;
-        std::fill(acc, acc + (d + 1) * stride, T(0));
-        T* FASTFM_RESTRICT acc_value = acc + d * stride;
-        for (std::size_t i = 0; i < m; ++i) {
-            const T* x = A.point(a, i);
-            squared_distances(x, A.columns.data(), ld, d, first, count, sq);
-            add_values_keep_slopes<T, Nu>(sq, acc_value, count);
-            for (std::size_t k = 0; k < d; ++k) {
-                const T xk = x[k];
-                const T* FASTFM_RESTRICT yk = A.columns.data() + k * ld + first;
-                T* FASTFM_RESTRICT acck = acc + k * stride;
-#pragma omp simd
-                for (std::size_t q = 0; q < count; ++q) {
-                    const T diff = xk - yk[q];
-                    acck[q] += sq[q] * diff * diff;
-                }
-            }
-        }
+        accumulate_slope_squares_and_values<T, Nu>(A, a, b0 * m, n_sets * m, ws);
         for (std::size_t s = 0; s < n_sets; ++s) {
             const std::size_t b = b0 + s;
             T total = T(0);
-            for (std::size_t j = 0; j < m; ++j) total += acc_value[s * m + j];
+            for (std::size_t j = 0; j < m; ++j) total += acc[d * stride + s * m + j];
             K_row[b] = total * inv_pairs;
             for (std::size_t k = 0; k < d; ++k) {
                 T sum = T(0);
