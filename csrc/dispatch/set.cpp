@@ -1,5 +1,6 @@
 // Hot entry points of the set kernels (SPEC §4, set.hpp): one row of the Gram, of the gradient
-// reduction, of the Gram with its lengthscale derivatives and of the cross gradient, and one set's diagonal (with or without its derivatives).
+// reduction, of the Gram with its lengthscale derivatives and of the cross gradient, and one set's
+// diagonal (with or without its derivatives).
 #include "dispatch/dispatch.hpp"
 
 namespace fastfm_dispatch {
