@@ -117,3 +117,38 @@ def test_set_point_moves_are_off_with_zero_and_checked():
         values[n_moves] = result.value
     assert values[500] >= values[0] - 1e-6
 
+
+
+def test_random_sets_of_the_acquisition_search_share_a_pool_of_points():
+    space = ff.Space([ff.Set("s", n_points=5, dim=2, low=-1.0, high=1.0), ff.Real("r", 0.0, 1.0)])
+    with pytest.raises(ValueError, match="set_point_reuse must be >= 1, got set_point_reuse=0"):
+        MixedAcquisitionOptimizer(space, set_point_reuse=0)
+    n_distinct = {}
+    for reuse in (8, 1):
+        optimizer = MixedAcquisitionOptimizer(space, n_random=4000, set_point_reuse=reuse)
+        X = optimizer._random(optimizer.n_random, np.random.default_rng(0))
+        assert X.shape == (4000, space.n_dims)
+        n_distinct[reuse] = len(np.unique(X[:, space.column("s")].reshape(-1, 2), axis=0))
+    assert n_distinct[1] == 4000 * 5
+    assert n_distinct[8] <= 4000 * 5 / 8 + 1
+
+
+def test_starts_from_pooled_random_sets_share_no_point():
+    from fastfm.optim.mixed import set_point_keys
+
+    # a good point lifts every set it is in: the best-scored pooled sets share points, the starts must not
+    space = ff.Space([ff.Set("s", n_points=3, dim=2, low=-1.0, high=1.0), ff.Real("r", 0.0, 1.0)])
+    optimizer = MixedAcquisitionOptimizer(space, n_random=2000, set_point_reuse=8)
+    X = optimizer._random(optimizer.n_random, np.random.default_rng(1))
+    points = X[:, space.column("s")].reshape(len(X), 3, 2)
+    favoured = points[0, 0]                                     # the sets holding this point score best
+    holds = np.all(points == favoured, axis=2).any(axis=1)
+    assert holds.sum() >= 3
+    order = np.argsort(~holds, kind="stable")
+    plain = optimizer._distinct_rows(X, order, 10)
+    disjoint = optimizer._distinct_rows(X, order, 10, point_disjoint=True)
+    assert holds[plain].sum() == holds.sum()                   # without the rule every holder is a start
+    assert holds[disjoint].sum() == 1
+    keys = [set_point_keys(space, X[i]) for i in disjoint]
+    assert all(a.isdisjoint(b) for i, a in enumerate(keys) for b in keys[i + 1:])
+    assert optimizer._pools_set_points() and not MixedAcquisitionOptimizer(space)._pools_set_points()

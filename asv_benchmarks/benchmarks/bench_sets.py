@@ -118,6 +118,20 @@ class SetLocalSearch:
         return float(np.max(self._search()[1]))
 
 
+def _set_periodic_data(n_sets, backend):
+    """(space, X, y, default set kernel) of n_sets random SetPeriodic sets of 10 points in R² (seed 1)."""
+    if backend not in available_backends():
+        raise NotImplementedError(f"backend {backend!r} is not available here")
+    from fastfm.benchmarks import SetPeriodic
+    from fastfm.kernels import set_space_kernel
+
+    problem = SetPeriodic(n_points=10)
+    space = problem.space
+    X = space.sample_encoded(n_sets, seed=1)
+    y = np.array([problem(config) for config in space.decode(X)])
+    return space, X, y, set_space_kernel("modlap", space, backend=backend)
+
+
 class SetLikelihood:
     """One GP log-likelihood and its gradient, what each L-BFGS-B step of the hyperparameter fit costs, on a set space
     (issue 24 §3): the default set kernel (normalised + MMD) on N random SetPeriodic sets of 10 points in R²
@@ -130,17 +144,9 @@ class SetLikelihood:
     timeout = 300
 
     def setup(self, backend, n_sets):
-        if backend not in available_backends():
-            raise NotImplementedError(f"backend {backend!r} is not available here")
-        from fastfm.benchmarks import SetPeriodic
         from fastfm.gp.fitting import objective
-        from fastfm.kernels import set_space_kernel
 
-        problem = SetPeriodic(n_points=10)
-        space = problem.space
-        X = space.sample_encoded(n_sets, seed=1)
-        y = np.array([problem(config) for config in space.decode(X)])
-        kernel = set_space_kernel("modlap", space, backend=backend)
+        _, X, y, kernel = _set_periodic_data(n_sets, backend)
         self.objective = objective(kernel, X, (y - y.mean()) / y.std(), None)
         self.theta = np.append(kernel.theta, np.log(1e-2))
         self.objective(self.theta)       # the first call builds the likelihood terms' private state
@@ -149,3 +155,25 @@ class SetLikelihood:
         # a new θ every call, as in a fit (the terms keep values per θ)
         self.theta[0] += 1e-9
         self.objective(self.theta)
+
+
+class SetCandidateScoring:
+    """The acquisition optimiser's screen on a set space (issue 24 §3): the posterior mean and std of 10,000 random
+    sets of 10 points (SetPeriodic) under a GP with the default set kernel (normalised + MMD) fitted to 100 of them.
+    ``point_reuse`` 1 draws every point anew; 8 (the optimiser's SET_POINT_REUSE) draws the sets from a pool of
+    points, each in about 8 sets, which the set kernels score through the distinct points
+    (docs/benchmarks/suggestion.md, "Random sets from a pool of points")."""
+
+    params = (["cpp", "numpy"], [1, 8])
+    param_names = ["backend", "point_reuse"]
+    timeout = 600
+
+    def setup(self, backend, point_reuse):
+        import fastfm
+
+        space, X, y, kernel = _set_periodic_data(100, backend)
+        self.gp = fastfm.GaussianProcessRegressor(kernel, n_restarts=0, random_state=0).fit(X, y)
+        self.candidates = space.sample_encoded(10_000, seed=2, set_point_reuse=point_reuse)
+
+    def time_posterior_of_candidates(self, backend, point_reuse):
+        self.gp.predict_standardized(self.candidates)

@@ -1,7 +1,9 @@
 """Acquisition optimisation on mixed spaces (SPEC §5; paper Supp. D.1).
 
 1. Score ``n_random`` uniform points and ``n_spray`` points around the
-   incumbent in batches; keep the best ``n_starts`` distinct ones.
+   incumbent in batches; keep the best ``n_starts`` distinct ones.  (With
+   ``set_point_reuse`` > 1 a Set's random points come from a shared pool, so
+   that the set kernels score the candidates through its distinct points.)
 2. From every start, alternate one hill-climbing move on the discrete part
    (to the best graph neighbour; all neighbours of a point are scored from the
    factors they share, ``Kernel.neighbour_gram``) with a few L-BFGS-B iterations on
@@ -60,6 +62,15 @@ N_STARTS_SETS = 40
 # average 0.24 below the best log-EI of nine searches against 10,000's 0.32, in 55 % of the search time
 # (docs/benchmarks/sets.md, "Sets of 20 points")
 SET_POINTS_FOR_FULL_RANDOM = 10
+# ``set_point_reuse`` r > 1 draws the random sets' points from a pool, each point in about r sets
+# (``Set.sample_codes``), which the set kernels score through the distinct points (kernels/sets.py,
+# SHARED_POINTS_MIN), and takes the starts point-disjoint (``_distinct_rows``).  Off by default: with r = 8 a
+# suggestion on sets of 6-10 points took 0.8x the time (SetPeriodic, SetDensity, PMedian at 100 observations) and
+# SetPeriodic, PMedian and SetChamfer stayed level at 60 evaluations, but SetCoverage (+0.089 +- 0.048) and
+# SetDensity (+0.0032 +- 0.0019, 30 seeds each) ended a little worse, as every cut of the random sets has
+# (docs/benchmarks/suggestion.md, "Random sets from a pool of points").  The moves of one point of the best sets
+# share their parents' points anyway: they are scored through the distinct points whatever r is.
+SET_POINT_REUSE = 1
 N_SPRAY = 50              # points around the incumbent, to encourage exploitation
 # On a space with Set parameters, candidates that move ONE point of one of the best observed sets (issue 24 §4):
 # half relocate it uniformly in the box, half jitter it by SPRAY_CONTINUOUS_STD.  Random sets and the spray
@@ -88,6 +99,15 @@ LBFGS_ITERATIONS_PER_ROUND = 5
 MAX_ROUNDS = 100          # safety cap on alternations; convergence usually comes far earlier (our choice)
 IMPROVEMENT_TOL = 1e-6    # a gain below this, relative to max(1, |acquisition|), is "no improvement"
 DUPLICATE_TOL = 1e-9      # continuous coordinates closer than this count as the same point
+
+
+def set_point_keys(space, x):
+    """The points of the Sets of ``x`` (encoded), as hashable (set index, point bytes) keys."""
+    keys = set()
+    for s, param in enumerate(space.set_params):
+        points = np.ascontiguousarray(x[space.column(param.name)]).reshape(param.n_points, param.dim)
+        keys.update((s, point.tobytes()) for point in points)
+    return keys
 
 
 def _tolerance(values):
@@ -124,13 +144,16 @@ class MixedAcquisitionOptimizer:
     n_set_point_moves : int
         On a space with ``Set`` parameters: candidates that move one point of one of the best observed
         sets (N_SET_POINT_MOVES; 0 turns them off).  Ignored on other spaces.
+    set_point_reuse : int
+        On a space with ``Set`` parameters: each point of the random sets' pool is in about this many of them
+        (SET_POINT_REUSE; 1 draws every point anew).
     max_rounds : int
         Cap on discrete/continuous alternations.
     """
 
     def __init__(self, space, n_random=None, n_spray=N_SPRAY, n_starts=None,
                  lbfgs_iterations_per_round=LBFGS_ITERATIONS_PER_ROUND, max_rounds=MAX_ROUNDS,
-                 scoring_batch=SCORING_BATCH, n_set_point_moves=N_SET_POINT_MOVES):
+                 scoring_batch=SCORING_BATCH, n_set_point_moves=N_SET_POINT_MOVES, set_point_reuse=SET_POINT_REUSE):
         self.space = space
         has_sets = bool(getattr(space, "set_params", None))
         if n_random is None:
@@ -145,10 +168,11 @@ class MixedAcquisitionOptimizer:
         self.max_rounds = int(max_rounds)
         self.scoring_batch = int(scoring_batch)
         self.n_set_point_moves = int(n_set_point_moves)
+        self.set_point_reuse = int(set_point_reuse)
         self._region = None       # the trust region of the call in progress (optimize/optimize_next), or None
         if self.n_set_point_moves < 0:
             raise ValueError(f"n_set_point_moves must be >= 0, got n_set_point_moves={n_set_point_moves!r}")
-        for name in ("n_random", "n_starts", "max_rounds", "scoring_batch"):
+        for name in ("n_random", "n_starts", "max_rounds", "scoring_batch", "set_point_reuse"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {name}={getattr(self, name)!r}")
 
@@ -182,7 +206,7 @@ class MixedAcquisitionOptimizer:
         """The best of ``n_random`` uniformly random points that is not excluded, without local search (a trust
         region's restart point, CASMOPOLITAN's guided restart)."""
         exclude = np.asarray(exclude, dtype=float).reshape(-1, self.space.n_dims)
-        X = self.space.sample_encoded(self.n_random, seed=rng)
+        X = self._random(self.n_random, rng)
         values = self._score(gp, acquisition, X)
         for i in np.argsort(-values, kind="stable"):
             if not self._is_duplicate(X[i], exclude):
@@ -214,7 +238,7 @@ class MixedAcquisitionOptimizer:
         exclude = np.asarray(exclude, dtype=float).reshape(-1, space.n_dims)
         values = self._score(gp, acquisition, candidates)
         order = np.argsort(-values, kind="stable")
-        starts = self._distinct_rows(candidates, order, n_starts)
+        starts = self._distinct_rows(candidates, order, n_starts, point_disjoint=self._pools_set_points())
         if extra is not None and len(extra) and n_extra_starts:
             extra_values = self._score(gp, acquisition, extra)
             extra_order = np.argsort(-extra_values, kind="stable")
@@ -239,7 +263,7 @@ class MixedAcquisitionOptimizer:
     def _random(self, n, rng):
         """``n`` uniformly random points of the space, or of the trust region when there is one."""
         if self._region is None:
-            return self.space.sample_encoded(n, seed=rng)
+            return self.space.sample_encoded(n, seed=rng, set_point_reuse=self.set_point_reuse)
         return self._region.sample(n, self.space, rng)
 
     def _in_region(self, X, clip=True):
@@ -326,13 +350,28 @@ class MixedAcquisitionOptimizer:
             run_all(score_batch, starts)
         return out
 
-    def _distinct_rows(self, X, order, k):
-        chosen = []
+    def _pools_set_points(self):
+        return self.set_point_reuse > 1 and bool(getattr(self.space, "set_params", None))
+
+    def _distinct_rows(self, X, order, k, point_disjoint=False):
+        """The first ``k`` rows of X in ``order`` that are no duplicate of an earlier one; with ``point_disjoint``,
+        also sharing no point of a Set with an earlier one.
+
+        Why point-disjoint: the random sets share a pool of points (SET_POINT_REUSE), and a good point lifts every
+        set it is in, so the best-scored sets come in groups around a few points; the local search needs starts
+        spread as the best of independent random sets are."""
+        chosen, taken = [], set()
         for i in order:
-            if not chosen or not self._is_duplicate(X[i], X[chosen]):
-                chosen.append(i)
-                if len(chosen) == k:
-                    break
+            if chosen and self._is_duplicate(X[i], X[chosen]):
+                continue
+            if point_disjoint:
+                points = set_point_keys(self.space, X[i])
+                if not taken.isdisjoint(points):
+                    continue
+                taken.update(points)
+            chosen.append(i)
+            if len(chosen) == k:
+                break
         return np.array(chosen, dtype=np.int64)
 
     def _is_duplicate(self, x, others):

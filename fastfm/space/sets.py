@@ -127,8 +127,35 @@ class Set(Parameter):
         points = self.low + codes.reshape(self.n_points, self.dim) * (self.high - self.low)
         return np.clip(points, self.low, self.high)
 
-    def sample_codes(self, rng, n):
-        return self.canonical_codes(rng.random((n, self.n_columns)))
+    def sample_codes(self, rng, n, point_reuse=1):
+        """``n`` uniformly random sets, encoded, shape (n, n_columns).
+
+        With ``point_reuse`` r > 1 the points come from a pool of max(⌈n·m/r⌉, m²) uniform points shared by
+        the n sets (each point in about r of them; the m points of one set distinct): every set is still m
+        uniform points, and a set kernel scores the n sets through the pool's distinct points
+        (``SetKernel``'s cross-covariance), r times fewer point pairs.  Where the pool would not be smaller
+        than n·m, the points are drawn one by one as with r = 1.
+        """
+        m = self.n_points
+        n_pool = max(-(-n * m // max(int(point_reuse), 1)), m * m)
+        if point_reuse <= 1 or n_pool >= n * m:
+            return self.canonical_codes(rng.random((n, self.n_columns)))
+        pool = rng.random((n_pool, self.dim))
+        return self.canonical_codes(pool[_distinct_draws(rng, n_pool, n, m)].reshape(n, self.n_columns))
+
+
+def _distinct_draws(rng, n_pool, n, m):
+    """(n, m) indices into range(n_pool), distinct within each row, every row a uniform m-subset (in random order).
+
+    Rows drawn with replacement are redrawn while they repeat an index: with n_pool ≥ m² a row repeats one with
+    probability below 1 − e^(−1/2), so a few rounds suffice."""
+    draws = rng.integers(n_pool, size=(n, m))
+    while True:
+        ordered = np.sort(draws, axis=1)
+        repeating = np.flatnonzero(np.any(ordered[:, 1:] == ordered[:, :-1], axis=1))
+        if not len(repeating):
+            return draws
+        draws[repeating] = rng.integers(n_pool, size=(len(repeating), m))
 
 
 def value_repr(array):

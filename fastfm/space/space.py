@@ -439,9 +439,19 @@ class Space:
         return self._column_owner[col].name
 
     # --------------------------------------------------------------- sampling
-    def sample_encoded(self, n, seed=None):
-        """``n`` uniformly random points, encoded, shape (n, n_dims)."""
-        return self._encoded_points(n, seed, lambda p, rng, size: p.sample_codes(rng, size))
+    def sample_encoded(self, n, seed=None, set_point_reuse=1):
+        """``n`` uniformly random points, encoded, shape (n, n_dims).
+
+        ``set_point_reuse`` r > 1: every ``Set``'s points come from a pool shared by the n points, each pool point
+        in about r of the sets (``Set.sample_codes``), so that a set kernel scores them r times cheaper; each set is
+        still m uniform points."""
+        if set_point_reuse == 1:
+            return self._encoded_points(n, seed, lambda p, rng, size: p.sample_codes(rng, size))
+        def codes_of(p, rng, size):
+            if isinstance(p, Set):
+                return p.sample_codes(rng, size, point_reuse=set_point_reuse)
+            return p.sample_codes(rng, size)
+        return self._encoded_points(n, seed, codes_of)
 
     def sample_stratified_encoded(self, n, seed=None):
         """``n`` points, encoded, shape (n, n_dims), each parameter spread evenly over them: a Latin hypercube on the

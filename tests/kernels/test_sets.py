@@ -611,3 +611,60 @@ def test_bad_subsample_mode_is_rejected():
 
     with pytest.raises(InvalidValueError, match="subsample"):
         SetKernel(n_subsample=3, subsample="per-set")
+
+
+def test_distinct_points_maps_every_point_to_an_equal_row(rng):
+    from fastfm.kernels.sets import distinct_points
+
+    pool = rng.random((300, 3))
+    pool[:40, 0] = 0.0                                    # ties in one coordinate (points clipped to the box)
+    pool[40] = -0.0                                       # -0.0 and 0.0: equal values, other bits
+    pool[41] = 0.0
+    points = pool[rng.integers(len(pool), size=2000)]
+    distinct, inverse = distinct_points(points)
+    np.testing.assert_array_equal(distinct[inverse], points)
+    assert len(distinct) <= len(np.unique(points, axis=0)) + 1     # only -0.0 may stay apart from 0.0
+    assert len(distinct) >= len(np.unique(points, axis=0))
+
+
+def _shared_point_sets(rng, n_sets, n_points, dim, n_pool):
+    pool = rng.random((n_pool, dim))
+    return pool[np.stack([rng.choice(n_pool, n_points, replace=False) for _ in range(n_sets)])]
+
+
+@pytest.mark.parametrize("kernel", ["plain", "normalised", "learn", "mmd", "subsampled"])
+def test_cross_covariance_of_sets_sharing_points_goes_through_the_distinct_points(backend, kernel, rng,
+                                                                                  monkeypatch):
+    import fastfm.kernels.sets as sets_module
+
+    options = {"plain": {}, "normalised": {"normalize": True}, "learn": {"normalize": "learn"},
+               "subsampled": {"normalize": True, "n_subsample": 4, "seed": 3}}
+    k = (MMDSetKernel(lengthscale=[0.3, 0.5], mmd_lengthscale=0.7, backend=backend) if kernel == "mmd"
+         else SetKernel(lengthscale=[0.3, 0.5], backend=backend, **options[kernel]))
+    A = _shared_point_sets(rng, 600, 6, 2, 300)           # 3,600 points (2,400 in the subsets), 300 distinct
+    B = rng.random((40, 6, 2))
+    calls = []
+    original = SetKernel._backend_call
+
+    def spy(self, name, *args):
+        calls.append((name, args[0].shape))
+        return original(self, name, *args)
+
+    monkeypatch.setattr(SetKernel, "_backend_call", spy)
+    K = k(A, B)
+    assert any(name == "set_gram" and shape[1] == 1 for name, shape in calls)    # one row per distinct point
+    monkeypatch.setattr(sets_module, "SHARED_POINTS_MIN", 10 ** 9)             # the direct pass
+    calls.clear()
+    np.testing.assert_allclose(K, k(A, B), rtol=1e-13, atol=1e-15)
+    assert not any(name == "set_gram" and shape[1] == 1 for name, shape in calls)
+
+
+def test_cross_covariance_of_sets_without_shared_points_keeps_the_direct_pass(rng, monkeypatch):
+    k = SetKernel(lengthscale=0.4, normalize=True)
+    A, B = rng.random((500, 6, 2)), rng.random((40, 6, 2))
+    shapes = []
+    original = SetKernel._backend_call
+    monkeypatch.setattr(SetKernel, "_backend_call",
+                        lambda self, name, *args: shapes.append(args[0].shape) or original(self, name, *args))
+    k(A, B)
+    assert (500, 6, 2) in shapes and not any(shape[1] == 1 for shape in shapes)

@@ -85,3 +85,31 @@ def test_canonical_set_order_sorts_each_set_on_its_own(shape):
     points = np.random.default_rng(3).integers(0, 3, size=shape).astype(float)
     expected = np.stack([np.lexsort(p.T[::-1]) for p in points.reshape(-1, *shape[-2:])]).reshape(shape[:-1])
     np.testing.assert_array_equal(canonical_set_order(points), expected)
+
+
+def test_pooled_samples_share_points_yet_each_set_is_m_distinct_canonical_points(mixed_set_space):
+    space, n, m, reuse = mixed_set_space, 2000, 3, 8
+    X = space.sample_encoded(n, seed=4, set_point_reuse=reuse)
+    assert X.shape == (n, space.n_dims)
+    assert np.all((X[:, :space.n_continuous] >= 0.0) & (X[:, :space.n_continuous] <= 1.0))
+    np.testing.assert_array_equal(space.canonical(X), X)
+    points = X[:, space.column("centers")].reshape(n, m, 2)
+    # the pool: max(⌈n·m/r⌉, m²) points, each in about r sets
+    n_distinct = len(np.unique(points.reshape(-1, 2), axis=0))
+    assert n_distinct <= -(-n * m // reuse)
+    assert n_distinct > 0.9 * -(-n * m // reuse)            # the pool is nearly all used
+    # the points of one set are distinct, and the sets are (almost all) different
+    assert np.all(np.any(points[:, 1:] != points[:, :-1], axis=2))
+    assert len(np.unique(points.reshape(n, -1), axis=0)) > 0.99 * n
+    # every coordinate is still uniform on the unit interval
+    for coordinate in range(2):
+        assert abs(points[:, :, coordinate].mean() - 0.5) < 0.03
+    # the other parameters are drawn as without the pool
+    assert set(np.unique(X[:, space.column("h")])) == {0.0, 1.0, 2.0}
+
+
+def test_point_reuse_of_one_or_a_pool_no_smaller_than_the_points_draws_as_before(mixed_set_space):
+    space = mixed_set_space
+    np.testing.assert_array_equal(space.sample_encoded(20, seed=5, set_point_reuse=1), space.sample_encoded(20, seed=5))
+    # 2 sets of 3 points: the pool would need m² = 9 points, more than the 6 drawn one by one
+    np.testing.assert_array_equal(space.sample_encoded(2, seed=5, set_point_reuse=8), space.sample_encoded(2, seed=5))

@@ -1,0 +1,50 @@
+"""BO runs of the default optimizer with chosen acquisition options, for a paired A/B of two settings or two trees.
+
+    PYTHONPATH=. python asv_benchmarks/sets/acq_options_runs.py setperiodic,setdensity 0 30 60 '{"set_point_reuse": 8}' out.jsonl
+
+Arguments: comma-separated problem names, first seed, number of seeds, budget (10 initial points included), the
+``acq_options`` of ``fastfm.Optimizer`` as JSON ('{}' for the defaults), and the JSON-lines file the rows are appended
+to (problem, seed, every value, seconds per ask).  Two runs at a time, one thread each.
+"""
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+
+def run(problem_name, seed, budget, acq_options):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    from threadpoolctl import threadpool_limits
+
+    import fastfm
+    from fastfm.benchmarks import get_problem
+
+    fastfm.set_config(num_threads=1)
+    problem = get_problem(problem_name)
+    optimizer = fastfm.Optimizer(problem.space, seed=seed, acq_options=acq_options or None)
+    values, seconds = [], []
+    with threadpool_limits(1):
+        for _ in range(budget):
+            start = time.perf_counter()
+            config = optimizer.ask()
+            seconds.append(time.perf_counter() - start)
+            value = float(problem(config))
+            values.append(value)
+            optimizer.tell(config, value)
+    return {"problem": problem.name, "seed": seed, "values": values, "suggest": seconds, "acq_options": acq_options}
+
+
+def main(argv):
+    problems, seed0, n_seeds, budget = argv[0].split(","), int(argv[1]), int(argv[2]), int(argv[3])
+    acq_options, out = json.loads(argv[4]), argv[5]
+    with ProcessPoolExecutor(2) as pool, open(out, "a") as file:
+        futures = [pool.submit(run, name, seed, budget, acq_options)
+                   for name in problems for seed in range(seed0, seed0 + n_seeds)]
+        for future in futures:
+            file.write(json.dumps(future.result()) + "\n")
+            file.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
