@@ -137,8 +137,8 @@ class Set(Parameter):
         than n·m, the points are drawn one by one as with r = 1.
         """
         m = self.n_points
-        n_pool = max(-(-n * m // max(int(point_reuse), 1)), m * m)
-        if point_reuse <= 1 or n_pool >= n * m:
+        n_pool = max(-(-n * m // int(point_reuse)), m * m) if point_reuse > 1 else n * m
+        if n_pool >= n * m:
             return self.canonical_codes(rng.random((n, self.n_columns)))
         pool = rng.random((n_pool, self.dim))
         return self.canonical_codes(pool[_distinct_draws(rng, n_pool, n, m)].reshape(n, self.n_columns))

@@ -445,8 +445,6 @@ class Space:
         ``set_point_reuse`` r > 1: every ``Set``'s points come from a pool shared by the n points, each pool point
         in about r of the sets (``Set.sample_codes``), so that a set kernel scores them r times cheaper; each set is
         still m uniform points."""
-        if set_point_reuse == 1:
-            return self._encoded_points(n, seed, lambda p, rng, size: p.sample_codes(rng, size))
         def codes_of(p, rng, size):
             if isinstance(p, Set):
                 return p.sample_codes(rng, size, point_reuse=set_point_reuse)
