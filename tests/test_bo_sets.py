@@ -8,6 +8,7 @@ import pytest
 import fastfm as ff
 from fastfm.acquisition import log_expected_improvement_and_grad
 from fastfm.optim import MixedAcquisitionOptimizer
+from fastfm.optim.mixed import _set_point_moves
 
 FAST = {"n_random": 500, "n_starts": 6}    # a small acquisition search keeps the tests quick
 TARGETS = np.array([[0.5, 0.5], [-0.5, -0.5], [0.5, -0.5]])
@@ -79,9 +80,8 @@ def _fitted_coverage_gp(space, n=12, seed=2):
 def test_set_point_moves_change_exactly_one_point_of_a_best_observed_set():
     space = ff.Space([ff.Set("s", n_points=3, dim=2, low=-1.0, high=1.0), ff.Real("r", 0.0, 1.0)])
     X, y, gp = _fitted_coverage_gp(space)
-    optimizer = MixedAcquisitionOptimizer(space, n_set_point_moves=400)
     incumbent = X[np.argmin(y)]
-    moves = optimizer._set_point_moves(gp, incumbent, np.random.default_rng(0))
+    moves = _set_point_moves(space, 400, gp, incumbent, np.random.default_rng(0))
     assert moves.shape == (400, space.n_dims)
     assert np.all((moves >= 0.0) & (moves <= 1.0))
     best_rows = gp.X_train_[np.argsort(gp.y_train_, kind="stable")[:5]]

@@ -216,6 +216,44 @@ def test_optimize_returns_a_valid_new_point_on_a_conditional_space(conditional_g
     assert not optimizer._is_duplicate(result.x, X)
 
 
+def _branch_space_and_gp(n_observed_in_b):
+    """A root choice {a, b} whose branch b switches on a Real ``xb``; 12 observations in branch a, where the objective
+    is high, and ``n_observed_in_b`` in branch b."""
+    space = ff.Space([ff.Categorical("root", ["a", "b"]), ff.Real("x0", -1.0, 1.0),
+                      ff.Real("xb", -1.0, 1.0, active_if={"root": "b"})])
+    rng = np.random.default_rng(0)
+    configs = [{"root": "a", "x0": float(v)} for v in rng.uniform(-1, 1, 12)]
+    configs += [{"root": "b", "x0": float(v), "xb": float(w)} for v, w in rng.uniform(-1, 1, (n_observed_in_b, 2))]
+    X = space.encode(configs)
+    y = np.array([1.0 + c["x0"] ** 2 if c["root"] == "a" else c["x0"] ** 2 + c["xb"] for c in configs])
+    gp = ff.GaussianProcessRegressor(ff.kernels.ModLap(space), n_restarts=1, random_state=0).fit(X, y)
+    return space, gp, X
+
+
+@pytest.mark.parametrize("n_observed_in_b", [0, 1])
+def test_a_continuous_variable_too_few_observations_have_active_is_held_at_its_centre(n_observed_in_b):
+    # with fewer than two evaluated points of branch b, the model knows no trend along xb: the search would move it
+    # onto its inactive code (0.0) or the face farthest from the data; every candidate holds it at the centre instead
+    space, gp, X = _branch_space_and_gp(n_observed_in_b)
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8, max_rounds=10)
+    result = optimizer.optimize(gp, _acq(gp), X[0], X, np.random.default_rng(1))
+    xb = space.column("xb")
+    in_b = space.active_columns(result.candidates)[:, xb]
+    assert in_b.any()
+    np.testing.assert_array_equal(result.candidates[in_b, xb], 0.5)
+    space.validate_encoded(result.candidates)
+
+
+def test_an_observed_branch_releases_its_continuous_variables():
+    space, gp, X = _branch_space_and_gp(n_observed_in_b=2)
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8, max_rounds=10)
+    result = optimizer.optimize(gp, _acq(gp), X[0], X, np.random.default_rng(1))
+    xb = space.column("xb")
+    in_b = space.active_columns(result.candidates)[:, xb]
+    assert np.any(result.candidates[in_b, xb] != 0.5)
+    assert optimizer._unexplored.mask is None        # the state of one call does not outlive it
+
+
 def test_fallback_enumerates_only_valid_points_of_a_discrete_conditional_space():
     space = ff.Space([ff.Categorical("a", ["x", "y"]), ff.Categorical("b", [0, 1, 2], active_if={"a": "y"})])
     X = space.encode([{"a": "x"}, {"a": "y", "b": 0}, {"a": "y", "b": 1}])
