@@ -3,8 +3,9 @@
     PYTHONPATH=. python asv_benchmarks/sets/acq_options_runs.py setperiodic,setdensity 0 30 60 '{"set_point_reuse": 8}' out.jsonl
 
 Arguments: comma-separated problem names, first seed, number of seeds, budget (10 initial points included), the
-``acq_options`` of ``fastfm.Optimizer`` as JSON ('{}' for the defaults), and the JSON-lines file the rows are appended
-to (problem, seed, every value, seconds per ask).  Two runs at a time, one thread each.
+``acq_options`` of ``fastfm.Optimizer`` as JSON ('{}' for the defaults), the JSON-lines file the rows are appended
+to (problem, seed, every value, seconds per ask), and optionally the number of runs at a time (default 2; one thread
+each).
 """
 import json
 import os
@@ -38,7 +39,10 @@ def run(problem_name, seed, budget, acq_options):
 def main(argv):
     problems, seed0, n_seeds, budget = argv[0].split(","), int(argv[1]), int(argv[2]), int(argv[3])
     acq_options, out = json.loads(argv[4]), argv[5]
-    with ProcessPoolExecutor(2) as pool, open(out, "a") as file:
+    jobs = int(argv[6]) if len(argv) > 6 else 2
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got jobs={jobs!r}")
+    with ProcessPoolExecutor(jobs) as pool, open(out, "a") as file:
         futures = [pool.submit(run, name, seed, budget, acq_options)
                    for name in problems for seed in range(seed0, seed0 + n_seeds)]
         for future in futures:
