@@ -241,7 +241,7 @@ class MixedAcquisitionOptimizer:
         self._begin(gp, region)
         try:
             n_random = min(self.n_random, BATCH_N_RANDOM)
-            previous = self._in_region(np.asarray(previous, dtype=float).reshape(-1, self.space.n_dims), clip=False)
+            previous = self._in_region(np.array(previous, dtype=float).reshape(-1, self.space.n_dims), clip=False)
             candidates = np.vstack([self._unexplored.hold(previous), self._random(n_random, rng)])
             n_starts = min(self.n_starts, BATCH_N_STARTS)
             return self._optimize_from(gp, acquisition, candidates, n_starts, exclude, rng)
@@ -279,9 +279,10 @@ class MixedAcquisitionOptimizer:
     # --------------------------------------------------------------- internals
     def _begin(self, gp, region):
         """Set the state of one call: its trust region and the continuous columns too few training points of ``gp``
-        have active (neither when ``gp`` is None, at the end of the call)."""
+        have active (neither when ``gp`` is None, at the end of the call).  Inside a trust region nothing is held:
+        every candidate stays in its box, which is centred on the region's best point."""
         self._region = region
-        self._unexplored = _UnexploredColumns(self.space, getattr(gp, "X_train_", None))
+        self._unexplored = _UnexploredColumns(self.space, None if region is not None else getattr(gp, "X_train_", None))
 
     def _random(self, n, rng):
         """``n`` uniformly random points of the space, or of the trust region when there is one."""

@@ -254,6 +254,16 @@ def test_an_observed_branch_releases_its_continuous_variables():
     assert optimizer._unexplored.mask is None        # the state of one call does not outlive it
 
 
+def test_nothing_is_held_inside_a_trust_region():
+    # a trust region keeps every candidate in its box around the region's best point, held values included
+    space, gp, _ = _branch_space_and_gp(n_observed_in_b=0)
+    optimizer = MixedAcquisitionOptimizer(space)
+    optimizer._begin(gp, None)
+    assert optimizer._unexplored.mask is not None
+    optimizer._begin(gp, region=object())
+    assert optimizer._unexplored.mask is None
+
+
 def test_fallback_enumerates_only_valid_points_of_a_discrete_conditional_space():
     space = ff.Space([ff.Categorical("a", ["x", "y"]), ff.Categorical("b", [0, 1, 2], active_if={"a": "y"})])
     X = space.encode([{"a": "x"}, {"a": "y", "b": 0}, {"a": "y", "b": 1}])
