@@ -279,10 +279,11 @@ class MixedAcquisitionOptimizer:
     # --------------------------------------------------------------- internals
     def _begin(self, gp, region):
         """Set the state of one call: its trust region and the continuous columns too few training points of ``gp``
-        have active (neither when ``gp`` is None, at the end of the call).  Inside a trust region nothing is held:
-        every candidate stays in its box, which is centred on the region's best point."""
+        have active (neither when ``gp`` is None, at the end of the call).  Inside a trust region only the columns
+        inactive at its centre are held (their box is the whole range); the others stay in the box around it."""
         self._region = region
-        self._unexplored = _UnexploredColumns(self.space, None if region is not None else getattr(gp, "X_train_", None))
+        self._unexplored = _UnexploredColumns(self.space, getattr(gp, "X_train_", None),
+                                              None if region is None else region.centre)
 
     def _random(self, n, rng):
         """``n`` uniformly random points of the space, or of the trust region when there is one."""
@@ -558,12 +559,15 @@ class _UnexploredColumns:
     active: candidates hold them at the centre of their range (UNEXPLORED_CONTINUOUS_CODE), and the local search does
     not move them."""
 
-    def __init__(self, space, X_train=None):
+    def __init__(self, space, X_train=None, centre=None):
         self.space = space
         self.mask = None            # (n_continuous,) bool, or None when there is none
         if X_train is not None and space.is_conditional and space.n_continuous:
-            active = space.active_columns(np.asarray(X_train, dtype=float))[:, :space.n_continuous]
+            nc = space.n_continuous
+            active = space.active_columns(np.asarray(X_train, dtype=float))[:, :nc]
             unexplored = active.sum(axis=0) < UNEXPLORED_BELOW_OBSERVATIONS
+            if centre is not None:   # a trust region's centre: the columns active there keep to its box
+                unexplored &= ~space.active_columns(np.asarray(centre, dtype=float)[None, :])[0, :nc]
             self.mask = unexplored if unexplored.any() else None
 
     def hold(self, X):

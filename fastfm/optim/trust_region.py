@@ -264,7 +264,8 @@ def region_around(centre, state, space, lengthscales=None):
 
     The box's side on continuous coordinate i is ``length``·w_i, with w the lengthscales normalised to a
     geometric mean of 1 (TuRBO; CASMOPOLITAN's mixed code): a coordinate the model finds smooth gets a
-    longer side.  Without lengthscales (a kernel that has none for these columns) the box is a cube.
+    longer side.  Without lengthscales (a kernel that has none for these columns) the box is a cube.  On a
+    conditional space a continuous variable inactive at the centre spans its whole range.
     """
     centre = np.asarray(centre, dtype=float)
     nc = space.n_continuous
@@ -277,6 +278,11 @@ def region_around(centre, state, space, lengthscales=None):
     half = weights * state.length / 2.0
     lower = np.clip(centre[:nc] - half, 0.0, 1.0)
     upper = np.clip(centre[:nc] + half, 0.0, 1.0)
+    if nc and getattr(space, "is_conditional", False):
+        # a variable inactive at the centre has no value there to stay near, only its inactive code (the lower
+        # bound): a box around that code would put every point that activates it near a face of its range
+        inactive = ~space.active_columns(centre[None, :])[0, :nc]
+        lower, upper = np.where(inactive, 0.0, lower), np.where(inactive, 1.0, upper)
     radius = int(min(state.length_discrete, space.n_discrete))
     return Region(centre, radius, lower, upper)
 

@@ -6,6 +6,7 @@ import pytest
 import fastfm as ff
 from fastfm.acquisition import log_expected_improvement_and_grad
 from fastfm.optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
+from fastfm.optim.trust_region import TrustRegionState, region_around
 
 
 def _fitted_gp(space, f, n, seed):
@@ -254,14 +255,38 @@ def test_an_observed_branch_releases_its_continuous_variables():
     assert optimizer._unexplored.mask is None        # the state of one call does not outlive it
 
 
-def test_nothing_is_held_inside_a_trust_region():
-    # a trust region keeps every candidate in its box around the region's best point, held values included
-    space, gp, _ = _branch_space_and_gp(n_observed_in_b=0)
-    optimizer = MixedAcquisitionOptimizer(space)
-    optimizer._begin(gp, None)
-    assert optimizer._unexplored.mask is not None
-    optimizer._begin(gp, region=object())
+@pytest.mark.parametrize("n_observed_in_b", [0, 1])
+def test_in_a_trust_region_a_variable_inactive_at_its_centre_spans_its_range_and_is_held(n_observed_in_b):
+    # centred on a branch-a point, where xb is inactive (code 0.0): the box around that code would put every
+    # branch-b candidate near xb's lower face; xb spans its range instead, and the hold keeps it at the centre
+    space, gp, X = _branch_space_and_gp(n_observed_in_b)
+    state = TrustRegionState(length=0.2, length_discrete=1, successes=0, failures=0, start=0, best=0.0, n_restarts=0)
+    region = region_around(X[0], state, space)
+    xb, x0 = space.column("xb"), space.column("x0")
+    assert (region.lower[xb], region.upper[xb]) == (0.0, 1.0)
+    assert region.upper[x0] - region.lower[x0] == pytest.approx(0.2)     # an active variable keeps its side
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8, max_rounds=10)
+    result = optimizer.optimize(gp, _acq(gp), X[0], X, np.random.default_rng(1), region=region)
+    in_b = space.active_columns(result.candidates)[:, xb]
+    assert in_b.any()
+    np.testing.assert_array_equal(result.candidates[in_b, xb], 0.5)
+    assert np.all(region.contains(result.candidates, space))
+
+
+def test_in_a_trust_region_a_variable_active_at_its_centre_keeps_to_the_box_unheld():
+    # centred on the one branch-b point: xb has a value there, and the region keeps candidates near it
+    space, gp, X = _branch_space_and_gp(n_observed_in_b=1)
+    state = TrustRegionState(length=0.2, length_discrete=1, successes=0, failures=0, start=0, best=0.0, n_restarts=0)
+    centre = X[-1]
+    region = region_around(centre, state, space)
+    xb = space.column("xb")
+    assert region.upper[xb] - region.lower[xb] <= 0.2 + 1e-12
+    optimizer = MixedAcquisitionOptimizer(space, n_random=500, n_starts=8, max_rounds=10)
+    optimizer._begin(gp, region)
     assert optimizer._unexplored.mask is None
+    optimizer._begin(None, None)
+    result = optimizer.optimize(gp, _acq(gp), centre, X, np.random.default_rng(1), region=region)
+    assert np.all(region.contains(result.candidates, space))
 
 
 def test_fallback_enumerates_only_valid_points_of_a_discrete_conditional_space():
