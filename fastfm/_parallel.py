@@ -9,6 +9,7 @@ cores are not oversubscribed.
 """
 import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from threadpoolctl import threadpool_limits
@@ -25,13 +26,33 @@ _CGROUP_MEMORY_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.cur
 _MEMINFO = "/proc/meminfo"
 
 
+# How many single_threaded_blas contexts each thread has open: a context inside another of the same thread has
+# nothing to change (the limit is already on), so it skips threadpool_limits and its rescan of the loaded libraries.
+_open_blas_limits = threading.local()
+
+
+@contextlib.contextmanager
 def single_threaded_blas():
     """Context with BLAS on one thread (threadpoolctl), for work on small matrices or inside a thread pool.
 
-    A fresh ``threadpool_limits`` per call (it rescans the loaded libraries, ~0.3 ms): with one controller cached
-    per process, one of two clean-clone CI runs failed the bit-for-bit golden GP numbers (last bits of a
-    likelihood gradient; the cause was not found), and this is the form every earlier CI run passed with."""
-    return threadpool_limits(limits=1, user_api="blas")
+    The outermost context of a thread opens a fresh ``threadpool_limits`` (it rescans the loaded libraries, 1-2 ms;
+    with one controller cached per process, one of two clean-clone CI runs failed the bit-for-bit golden GP numbers,
+    cause not found); the contexts nested in it (a suggestion opened three, 7-10 % of a Func2C suggestion at 50
+    observations) cost nothing.  Contexts of different threads are independent, as threadpoolctl's are."""
+    depth = getattr(_open_blas_limits, "depth", 0)
+    if depth:
+        _open_blas_limits.depth = depth + 1
+        try:
+            yield
+        finally:
+            _open_blas_limits.depth = depth
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        _open_blas_limits.depth = 1
+        try:
+            yield
+        finally:
+            _open_blas_limits.depth = 0
 
 
 def available_cores():
