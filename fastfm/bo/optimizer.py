@@ -234,8 +234,9 @@ class Optimizer(_Surrogate, _TrialRecords):
         warm start (``fastfm.bo.surrogate``).
     log_transform_y : {"auto", "shift", "copula", False, True}, default "auto"
         The transform of y the GP models (``GaussianProcessRegressor``): "shift" is log(1 + (y − min y)/s),
-        s = min(std y, median y − min y) (it tames heavy upper tails, and an upper tail cannot blur the
-        differences among the better half of the values; ``fastfm.gp._data.shift_scale``); "copula" the normal
+        s = min(std y, median y − min y), at least a tenth of the std of y clipped at its 90th percentile (it tames
+        heavy upper tails, an upper tail cannot blur the differences among the better half of the values, and a
+        plateau the search re-evaluates cannot collapse it; ``fastfm.gp._data.shift_scale``); "copula" the normal
         scores of y's ranks, which a failure penalty (1e10 among values near 1) or a heavy tail cannot squash;
         "auto" is "copula" once the largest y lies over 1000 interquartile ranges above the median, else "shift"
         (docs/benchmarks/robustness.md, "Objective values"); True is log(y) (y > 0); False models y as is.

@@ -316,8 +316,9 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         Model t(y) instead of y (the option's name is that of its first values): True gives
         t(y) = log(y) and needs every y > 0 (InvalidValueError naming the first bad value
         otherwise); "shift" gives t(y) = log(1 + (y − min y)/s), defined for any y and
-        scale-free (``y_shift_`` = min y, ``y_log_scale_`` = s = min(std y, median y − min y);
-        std y where the median is the minimum, 1 if y is constant); "copula" gives the
+        scale-free (``y_shift_`` = min y, ``y_log_scale_`` = s = min(std y, median y − min y), at least
+        a tenth of the std of y clipped at its 90th percentile; std y where the median is the minimum, 1 if y
+        is constant; ``fastfm.gp._data.shift_scale``); "copula" gives the
         normal scores of the ranks of y, Φ⁻¹((rank − ½)/n), which no outlier or heavy tail can
         squash (``y_copula_`` holds the sorted (score, y) pairs that invert it); "auto" is
         "copula" when the largest y lies more than ``AUTO_COPULA_SPAN`` interquartile ranges

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import fastfm as ff
-from fastfm.gp._data import AUTO_COPULA_SPAN, copula_scores, resolve_y_transform, shift_scale, transform_y
+from fastfm.gp._data import (AUTO_COPULA_SPAN, SHIFT_SCALE_FLOOR, copula_scores, resolve_y_transform, shift_scale,
+                              transform_y)
 
 SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("c", ["a", "b"])])
 
@@ -99,8 +100,8 @@ def test_shift_scale_is_the_smaller_of_std_and_median_above_minimum():
     _, y = _clean(31)
     assert shift_scale(y, y.min()) == pytest.approx(min(np.std(y), np.median(y) - y.min()))
     tail = y.copy()
-    tail[np.argsort(y)[-5:]] *= 1e3                        # a heavy upper tail inflates the std, not the median
-    assert shift_scale(tail, tail.min()) == pytest.approx(np.median(y) - y.min())
+    tail[np.argsort(y)[-3:]] *= 1e3                        # a heavy upper tail inflates the std, not the median
+    assert shift_scale(tail, tail.min()) == pytest.approx(np.median(y) - y.min())   # nor the floor (top decile)
     lower_tail = np.r_[0.0, 0.5, 10.0 + np.linspace(0.0, 1.0, 9)]   # good values far below the bulk: the std
     assert shift_scale(lower_tail, 0.0) == pytest.approx(np.std(lower_tail))
     at_minimum = np.r_[np.zeros(6), 1.0, 2.0, 5.0]         # half the values at the minimum: the std
@@ -108,6 +109,23 @@ def test_shift_scale_is_the_smaller_of_std_and_median_above_minimum():
     assert shift_scale(np.full(5, 2.0), 2.0) == 1.0
     huge = np.r_[-1e308, 0.0, 1e308]                       # median − min overflows: the std, finite
     assert np.isfinite(shift_scale(huge, -1e308)) and np.all(np.isfinite(transform_y(huge, "shift", True)[0]))
+
+
+def test_shift_scale_has_a_floor_where_the_values_pile_up_at_the_minimum():
+    # a search re-evaluating a plateau: most values within 1e-4 of the best, the earlier ones spread above it
+    rng = np.random.default_rng(3)
+    spread = -1.4 + rng.random(20)
+    y = np.r_[-1.4 + 1e-4 * rng.random(60), spread]
+    assert np.median(y) - y.min() < 1e-3
+    clipped = np.minimum(y, np.percentile(y, 90))
+    assert shift_scale(y, y.min()) == pytest.approx(SHIFT_SCALE_FLOOR * np.std(clipped))
+    assert shift_scale(y, y.min()) > 10 * (np.median(y) - y.min())
+    # an upper tail of fewer than a tenth of the values, 1000 above the rest, leaves the floor about where it was
+    # (a larger tail moves it: the limit of a clipped std)
+    heavy = y.copy()
+    heavy[np.argsort(y)[-7:]] += 1e3
+    assert shift_scale(y, y.min()) / 2 < shift_scale(heavy, heavy.min()) < 2 * shift_scale(y, y.min())
+
 
 
 def test_shift_keeps_the_best_values_apart_under_a_heavy_upper_tail():
