@@ -482,6 +482,7 @@ class FMSampler(BaseSampler):
         # numbers of the running trials whose parameters the independent sampler chooses on purpose (the
         # startup trials): no warning for them
         self._startup_trials = set()
+        self._suggested_before = {}      # trial number -> parameters completed trials had suggested at its proposal
         self._make_locks()
 
     def _make_locks(self):
@@ -539,6 +540,10 @@ class FMSampler(BaseSampler):
             if len(completed) < max(self._n_startup_trials, 1):
                 self._startup_trials.add(trial.number)
                 return {}
+            # what the completed trials had suggested when this proposal was made: only those parameters warn
+            # in sample_independent (another thread's trial may complete meanwhile with a branch this one
+            # could not model)
+            self._suggested_before[trial.number] = {name for t in completed for name in t.params}
             if not search_space:
                 return {}
             sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
@@ -607,12 +612,12 @@ class FMSampler(BaseSampler):
         # Decided from this trial's own relative sampling rather than from the number of completed trials
         # now: with several workers a trial that started in the startup phase may suggest its parameters
         # after the startup trials completed.
-        # No warning either for a parameter no completed trial has suggested (a branch met for the first time):
-        # there is nothing to model yet.
+        # No warning either for a parameter no completed trial had suggested when this trial's proposal was made
+        # (a branch met for the first time, perhaps by another worker's trial completing since): there was
+        # nothing to model.
         if (self._warn_independent_sampling and param_name not in self._warned_params
                 and trial.number not in self._startup_trials
-                and any(param_name in t.params for t in study.get_trials(deepcopy=False,
-                                                                         states=(TrialState.COMPLETE,)))):
+                and param_name in self._suggested_before.get(trial.number, ())):
             self._warned_params.add(param_name)
             _logger.warning(
                 "FMSampler: parameter %r (trial %d) is sampled by %s, not by the model: it is not in the "
@@ -628,6 +633,7 @@ class FMSampler(BaseSampler):
 
     def after_trial(self, study, trial, state, values):
         self._startup_trials.discard(trial.number)
+        self._suggested_before.pop(trial.number, None)
         self._independent_sampler.after_trial(study, trial, state, values)
 
 

@@ -597,3 +597,24 @@ def test_threads_share_the_sampler_on_a_conditional_space(sampler_log):
     assert sum(_proposed(t) == t.params for t in trials) >= 6
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 12
     assert not [r for r in sampler_log if r.levelno == logging.WARNING]
+
+
+def test_a_branch_completed_by_another_worker_after_a_proposal_does_not_warn(sampler_log):
+    # the race of n_jobs=2: a trial's proposal is made from completed trials that never took a branch; before the
+    # trial reaches that branch's parameter, another worker's trial completes with it.  The proposal could not
+    # model it, so sampling it independently is expected (the warning is for what the model was shown)
+    study = optuna.create_study(sampler=FMSampler(seed=0, n_startup_trials=2, optimizer_options=FAST))
+    for x in (0.1, 0.5):
+        study.enqueue_trial({"branch": "a", "x": x})
+    study.optimize(lambda t: t.suggest_float("x", -1.0, 1.0) if t.suggest_categorical("branch", ["a", "b"]) == "a"
+                   else t.suggest_float("y", 0.0, 1.0), n_trials=2)
+    first = study.ask()
+    first.suggest_categorical("branch", ["a", "b"])  # its proposal (made at the first suggest): from the "a" trials
+    other = study.ask({"branch": optuna.distributions.CategoricalDistribution(["a", "b"]),
+                       "y": optuna.distributions.FloatDistribution(0.0, 1.0)})
+    study.tell(other, other.params["y"])             # another worker completes a trial with "y" meanwhile
+    first.suggest_float("y", 0.0, 1.0)               # a parameter its proposal did not know of
+    assert not [r for r in sampler_log if r.levelno == logging.WARNING]
+    later = study.ask()
+    later.suggest_float("z", 0.0, 1.0)              # a parameter no completed trial suggested: nothing to model
+    assert not [r for r in sampler_log if r.levelno == logging.WARNING]
