@@ -40,19 +40,12 @@ def single_threaded_blas():
     cause not found); the contexts nested in it (a suggestion opened three, 7-10 % of a Func2C suggestion at 50
     observations) cost nothing.  Contexts of different threads are independent, as threadpoolctl's are."""
     depth = getattr(_open_blas_limits, "depth", 0)
-    if depth:
+    with threadpool_limits(limits=1, user_api="blas") if depth == 0 else contextlib.nullcontext():
         _open_blas_limits.depth = depth + 1
         try:
             yield
         finally:
             _open_blas_limits.depth = depth
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        _open_blas_limits.depth = 1
-        try:
-            yield
-        finally:
-            _open_blas_limits.depth = 0
 
 
 def available_cores():

@@ -72,13 +72,13 @@ def as_array(X, space, kernel, name="X", validate=True):
 
 # The transforms of y ``log_transform_y`` takes (the name is the option's first, log, values).
 Y_TRANSFORMS = (False, True, "shift", "copula", "auto")
-# "auto" models the ranks (copula) once the largest value lies this many interquartile ranges above the median:
-# a failure penalty (1e10 among values near 1) or a heavy upper tail.  On the paper's problems, random designs
-# and BO histories stay below 100 (docs/benchmarks/robustness.md, "Objective values").
 # The shift transform's scale is at least SHIFT_SCALE_FLOOR times the std of y clipped at its
 # SHIFT_SCALE_CLIP_PERCENTILE-th percentile (``shift_scale``).
 SHIFT_SCALE_FLOOR = 0.1
 SHIFT_SCALE_CLIP_PERCENTILE = 90
+# "auto" models the ranks (copula) once the largest value lies this many interquartile ranges above the median:
+# a failure penalty (1e10 among values near 1) or a heavy upper tail.  On the paper's problems, random designs
+# and BO histories stay below 100 (docs/benchmarks/robustness.md, "Objective values").
 AUTO_COPULA_SPAN = 1000.0
 
 

@@ -127,7 +127,6 @@ def test_shift_scale_has_a_floor_where_the_values_pile_up_at_the_minimum():
     assert shift_scale(y, y.min()) / 2 < shift_scale(heavy, heavy.min()) < 2 * shift_scale(y, y.min())
 
 
-
 def test_shift_keeps_the_best_values_apart_under_a_heavy_upper_tail():
     """The differences among the better half of y stay a sizeable share of the standardised range when the upper
     tail grows 100-fold; with std y as the scale (before issue 24) they shrank with it (Func2C's stalled seeds)."""
