@@ -22,6 +22,7 @@ import json
 import math
 import numbers
 import os
+import threading
 import time
 import warnings
 
@@ -139,8 +140,21 @@ class _TrialRecords:
                 return trial_id
         return None
 
+    @contextlib.contextmanager
     def _locked(self):
-        return self._journal.locked() if self._journal is not None else contextlib.nullcontext()
+        """Ask, tell and abandon of several threads take turns (this process's lock), and of several processes
+        sharing a journal (its file lock)."""
+        with self._thread_lock, (self._journal.locked() if self._journal is not None else contextlib.nullcontext()):
+            yield
+
+    def __getstate__(self):                  # a lock does not pickle; a copy gets its own
+        state = self.__dict__.copy()
+        del state["_thread_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._thread_lock = threading.RLock()
 
     def _commit(self, record):
         """Apply one record, through the journal when there is one (written, fsynced, then read back with
@@ -336,6 +350,7 @@ class Optimizer(_Surrogate, _TrialRecords):
         self._batch_candidates = None
         self.last_suggestion_info = {}
         self._journal = None
+        self._thread_lock = threading.RLock()
         self._unapplied = collections.deque()
         if storage is not None:
             journal = Journal(storage)
@@ -380,11 +395,13 @@ class Optimizer(_Surrogate, _TrialRecords):
         """Up to ``n`` asks, each yielded as soon as it is recorded (``minimize`` starts its evaluation while the
         next point of the batch is chosen); with ``total_limit``, no more than make told + pending reach it
         (decided under the journal's lock, so that processes sharing a journal stop at ``n_iter`` together).
-        The journal's lock is held until the generator finishes: consume it at once."""
+        The optimizer's lock (and the journal's) is held until the generator finishes: consume it at once."""
         # The suggestion works on small matrices (n_obs × n_obs, batches of candidates): one
-        # BLAS thread is far faster there than several spinning ones (see pyproject.toml).
-        self._batch_candidates = None     # the 2nd, 3rd, ... model point of this call start from the previous one's
-        with single_threaded_blas(), self._locked():
+        # BLAS thread is far faster there than several spinning ones (see pyproject.toml).  The limit is set
+        # inside the lock: the BLAS pool is process-wide, and threads asking at once each saved the limit the
+        # other had set, so the last to leave put back one thread for good.
+        with self._locked(), single_threaded_blas():
+            self._batch_candidates = None     # the 2nd, 3rd, ... model point of this call start from the previous one's
             self._sync()
             if total_limit is not None:
                 n = min(n, total_limit - self.n_told - len(self._pending))
