@@ -23,6 +23,16 @@ def value_of(config):
     return (float(config["x"]) - 0.3) ** 2 + 0.1 * int(config["k"]) + _OFFSET[config["c"]]
 
 
+def told_optimizer(n_told=8, storage=None):
+    """An Optimizer on SPACE (n_init=3, seed 0) with ``n_told`` evaluations of value_of told: its next asks are
+    the model's."""
+    optimizer = ff.Optimizer(SPACE, seed=0, n_init=3, storage=storage)
+    for _ in range(n_told):
+        config = optimizer.ask()
+        optimizer.tell(config, value_of(config))
+    return optimizer
+
+
 def quadratic(config):
     return value_of(config)
 

@@ -335,20 +335,11 @@ def test_an_ask_interrupted_between_its_record_and_its_submit_is_released(tmp_pa
     assert [t.trial_id for t in reloaded.trials] == [t.trial_id for t in result.trials]
 
 
-def _shared_optimizer(storage=None):
-    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", 0.0, 1.0), ff.Categorical("c", ["a", "b", "c"])])
-    optimizer = ff.Optimizer(space, seed=0, n_init=3, storage=storage)
-    for _ in range(8):
-        config = optimizer.ask()
-        optimizer.tell(config, (config["x"] - 0.3) ** 2 + config["y"] + (config["c"] == "a"))
-    return optimizer
-
-
 @pytest.mark.parametrize("journal", [False, True])
 def test_threads_asking_one_optimizer_at_once_take_turns(tmp_path, journal):
     # a worker thread per evaluation slot, each asking, evaluating and telling on the same optimizer (Optuna's
     # study.optimize(n_jobs=...) pattern): every ask is its own trial and every tell lands
-    optimizer = _shared_optimizer(tmp_path / "run.jsonl" if journal else None)
+    optimizer = objectives.told_optimizer(storage=tmp_path / "run.jsonl" if journal else None)
     errors, barrier = [], threading.Barrier(4)
 
     def worker():
@@ -356,7 +347,7 @@ def test_threads_asking_one_optimizer_at_once_take_turns(tmp_path, journal):
             barrier.wait(30)
             for _ in range(3):
                 config = optimizer.ask()
-                optimizer.tell(config, config["x"] + config["y"])
+                optimizer.tell(config, objectives.value_of(config))
         except Exception as error:          # noqa: BLE001 - reported by the assertion below
             errors.append(error)
 
@@ -373,16 +364,12 @@ def test_threads_asking_one_optimizer_at_once_take_turns(tmp_path, journal):
 _ASKS_FROM_THREADS = """
 import json, threading
 import threadpoolctl
-import fastfm as ff
+import _bo_objectives as objectives
 
 def blas_threads():
     return sorted({i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"})
 
-space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("y", 0.0, 1.0), ff.Categorical("c", ["a", "b", "c"])])
-optimizer = ff.Optimizer(space, seed=0, n_init=3)
-for _ in range(8):
-    config = optimizer.ask()
-    optimizer.tell(config, (config["x"] - 0.3) ** 2 + config["y"] + (config["c"] == "a"))
+optimizer = objectives.told_optimizer()
 before, after = blas_threads(), []
 for _ in range(5):
     threads = [threading.Thread(target=lambda: [optimizer.abandon(optimizer.ask()) for _ in range(2)])
@@ -405,7 +392,8 @@ def test_threads_asking_at_once_leave_the_blas_threads_as_they_were():
     import subprocess
     import sys
 
-    env = dict(os.environ)
+    paths = [os.path.dirname(os.path.abspath(objectives.__file__)), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in paths if path))   # for _bo_objectives
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.pop(name, None)
     done = subprocess.run([sys.executable, "-c", _ASKS_FROM_THREADS], capture_output=True, text=True, timeout=300,
@@ -418,7 +406,7 @@ def test_threads_asking_at_once_leave_the_blas_threads_as_they_were():
 
 
 def test_a_pickled_optimizer_continues_as_the_original():
-    optimizer = _shared_optimizer()
+    optimizer = objectives.told_optimizer()
     copy = pickle.loads(pickle.dumps(optimizer))
     assert copy.ask() == optimizer.ask()
     config = copy.ask()                     # the copy's lock is its own
