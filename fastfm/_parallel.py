@@ -12,7 +12,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from threadpoolctl import threadpool_limits
+import threadpoolctl
+from threadpoolctl import ThreadpoolController
 
 from ._config import config_context, get_config
 
@@ -27,25 +28,94 @@ _MEMINFO = "/proc/meminfo"
 
 
 # How many single_threaded_blas contexts each thread has open: a context inside another of the same thread has
-# nothing to change (the limit is already on), so it skips threadpool_limits and its rescan of the loaded libraries.
+# nothing to change (the limit is already on), so it skips the rescan of the loaded libraries.
 _open_blas_limits = threading.local()
+
+
+class _ProcessWideLimit:
+    """The one-thread limit of the BLAS libraries whose thread pool is shared by the whole process, first in, last out.
+
+    OpenBLAS built with pthreads (numpy's and scipy's wheels) has one pool for the process.  Threads that each
+    saved and restored its size in turn would restore in the wrong order: the last to leave puts back the value
+    the first had set, 1, for good.  Here the first thread in saves the sizes and the last one out restores
+    them, whichever threads those are.  Each set follows threadpoolctl's protocol for such pools (>= 3.8: one
+    controlling thread at a time, released when its count of open limits returns to zero), so a limit the
+    user holds with ``threadpool_limits`` in another thread is left alone, as threadpoolctl leaves it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._holders = 0
+        self._saved = []                  # [(library controller, its pool size before the first holder)]
+
+    def enter(self, libraries):
+        with self._lock:
+            if self._holders == 0:
+                self._saved = [(library, library.get_num_threads()) for library in libraries]
+                _set_num_threads((library, 1) for library, _ in self._saved)
+            self._holders += 1
+
+    def leave(self):
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0:
+                _set_num_threads(self._saved)
+                self._saved = []
+
+
+def _set_num_threads(sizes):
+    ownership = getattr(threadpoolctl, "CONTROLLING_THREAD_OWNERSHIP", None)   # threadpoolctl >= 3.8
+    if ownership is not None:
+        ownership.increment()
+    try:
+        for library, num_threads in sizes:
+            if num_threads is not None:
+                library.set_num_threads(num_threads)
+    finally:
+        if ownership is not None:
+            ownership.decrement()
+
+
+_process_wide_limit = _ProcessWideLimit()
+
+
+def _has_process_wide_pool(library):
+    # threadpoolctl's own split (OpenBLASController): only OpenBLAS's OpenMP layer limits the calling thread;
+    # its pthreads (and "disabled"/unknown) layers share one pool.  Other libraries it limits per thread.
+    return library.internal_api == "openblas" and getattr(library, "threading_layer", None) != "openmp"
 
 
 @contextlib.contextmanager
 def single_threaded_blas():
     """Context with BLAS on one thread (threadpoolctl), for work on small matrices or inside a thread pool.
 
-    The outermost context of a thread opens a fresh ``threadpool_limits`` (it rescans the loaded libraries, 1-2 ms;
-    with one controller cached per process, one of two clean-clone CI runs failed the bit-for-bit golden GP numbers,
-    cause not found); the contexts nested in it (a suggestion opened three, 7-10 % of a Func2C suggestion at 50
-    observations) cost nothing.  Contexts of different threads are independent, as threadpoolctl's are."""
+    The outermost context of a thread rescans the loaded libraries (1-2 ms; with one controller cached per
+    process, one of two clean-clone CI runs failed the bit-for-bit golden GP numbers, cause not found); the
+    contexts nested in it (a suggestion opened three, 7-10 % of a Func2C suggestion at 50 observations) cost
+    nothing.  Libraries with a pool per calling thread (OpenMP builds) are limited in that thread and restored
+    when it leaves; a pool shared by the process is limited while any thread is inside and restored by the last
+    one out, so contexts of concurrent threads (asks of different optimizers) leave it as they found it."""
     depth = getattr(_open_blas_limits, "depth", 0)
-    with threadpool_limits(limits=1, user_api="blas") if depth == 0 else contextlib.nullcontext():
+    if depth > 0:
         _open_blas_limits.depth = depth + 1
         try:
             yield
         finally:
             _open_blas_limits.depth = depth
+        return
+    libraries = ThreadpoolController().select(user_api="blas").lib_controllers
+    shared = [library for library in libraries if _has_process_wide_pool(library)]
+    own = [(library, library.get_num_threads()) for library in libraries if not _has_process_wide_pool(library)]
+    _process_wide_limit.enter(shared)
+    try:
+        _set_num_threads((library, 1) for library, _ in own)
+        _open_blas_limits.depth = 1
+        try:
+            yield
+        finally:
+            _open_blas_limits.depth = 0
+            _set_num_threads(own)
+    finally:
+        _process_wide_limit.leave()
 
 
 def available_cores():

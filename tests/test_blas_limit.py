@@ -1,5 +1,12 @@
-"""single_threaded_blas: one threadpoolctl limit per thread, nested contexts inside it free."""
+"""single_threaded_blas: one scan of the libraries per thread, nested contexts inside it free; a pool shared by the
+process restored by the last thread out."""
+import json
+import os
+import subprocess
+import sys
 import threading
+
+import pytest
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -12,13 +19,13 @@ def blas_threads():
 
 def counting_scans(monkeypatch):
     scans = []
-    real = _parallel.threadpool_limits
+    real = _parallel.ThreadpoolController
 
     def counted(*args, **kwargs):
         scans.append(threading.get_ident())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_parallel, "threadpool_limits", counted)
+    monkeypatch.setattr(_parallel, "ThreadpoolController", counted)
     return scans
 
 
@@ -69,3 +76,59 @@ def test_each_thread_opens_its_own_limit(monkeypatch):
         thread.start()
         thread.join(30)
     assert scans == [threading.get_ident(), worker_scans[0]]
+
+
+# Thread A enters, thread B enters, A leaves while B is still inside, B leaves: the order in which concurrent asks of
+# different optimizers overlap.  In a fresh process with the library's own thread count: the main thread must not
+# hold a threadpoolctl limit (it would own a pthreads pool, and the worker threads' limits would do nothing).
+_FIRST_IN_LEAVES_FIRST = """
+import json, threading
+from threadpoolctl import threadpool_info
+from fastfm import _parallel
+
+def blas_threads():
+    return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+
+a_inside, a_may_leave, a_left, b_inside, b_may_leave = (threading.Event() for _ in range(5))
+seen = {"before": blas_threads()}
+
+def thread_a():
+    with _parallel.single_threaded_blas():
+        a_inside.set()
+        a_may_leave.wait(30)
+    a_left.set()
+
+def thread_b():
+    a_inside.wait(30)
+    with _parallel.single_threaded_blas():
+        b_inside.set()
+        b_may_leave.wait(30)
+        seen["inside_b_after_a_left"] = blas_threads()
+
+threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+for thread in threads:
+    thread.start()
+b_inside.wait(30)
+seen["both_inside"] = blas_threads()
+a_may_leave.set()
+a_left.wait(30)
+b_may_leave.set()
+for thread in threads:
+    thread.join(30)
+seen["after"] = blas_threads()
+print(json.dumps(seen))
+"""
+
+
+def test_a_pool_shared_by_the_process_stays_limited_until_the_last_thread_leaves():
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", _FIRST_IN_LEAVES_FIRST], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if seen["before"] == [1]:
+        pytest.skip("BLAS starts with one thread here: a limit left behind would not show")
+    assert seen["both_inside"] == [1]
+    assert seen["inside_b_after_a_left"] == [1]      # per-thread pools: B's own limit; a shared pool: still held
+    assert seen["after"] == seen["before"]

@@ -487,8 +487,7 @@ class FMSampler(BaseSampler):
 
     def _make_locks(self):
         # One lock around every model fit and ask: the threads of study.optimize(n_jobs=...) share this
-        # sampler, and Optimizer.ask caps BLAS threads with threadpoolctl, a process-wide setting that two
-        # concurrent asks would restore in the wrong order (leaving numpy on one thread after the study).
+        # sampler's optimizer, its random state and its record of the trials each suggestion saw.
         self._model_lock = threading.Lock()
         # One thread at a time updates the cached conditional search space.
         self._search_space_lock = threading.Lock()
