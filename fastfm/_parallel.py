@@ -61,6 +61,17 @@ class _ProcessWideLimit:
                 _set_num_threads(self._saved)
                 self._saved = []
 
+    def after_fork_in_child(self):
+        """A forked child has only the thread that forked (its lock, which another thread may have held at the fork,
+        starts free).  That thread, if it was inside, is the one holder left and restores on leaving; if only other
+        threads were inside, none is left to leave, so the sizes go back now."""
+        self._lock = threading.Lock()
+        forking_thread_inside = getattr(_open_blas_limits, "depth", 0) > 0
+        if self._holders > 0 and not forking_thread_inside:
+            _set_num_threads(self._saved)
+            self._saved = []
+        self._holders = 1 if forking_thread_inside else 0
+
 
 def _set_num_threads(sizes):
     ownership = getattr(threadpoolctl, "CONTROLLING_THREAD_OWNERSHIP", None)   # threadpoolctl >= 3.8
@@ -76,6 +87,8 @@ def _set_num_threads(sizes):
 
 
 _process_wide_limit = _ProcessWideLimit()
+if hasattr(os, "register_at_fork"):     # POSIX
+    os.register_at_fork(after_in_child=_process_wide_limit.after_fork_in_child)
 
 
 def _has_process_wide_pool(library):
