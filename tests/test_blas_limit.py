@@ -120,11 +120,16 @@ print(json.dumps(seen))
 """
 
 
-def test_a_pool_shared_by_the_process_stays_limited_until_the_last_thread_leaves():
+def run_in_a_fresh_process(script):
+    """``python -c script`` without the thread-count variables, so BLAS starts with the library's own count."""
     env = {name: value for name, value in os.environ.items()
            if name not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-c", _FIRST_IN_LEAVES_FIRST], capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", script], capture_output=True,
+                          text=True, timeout=120, env=env)
+
+
+def test_a_pool_shared_by_the_process_stays_limited_until_the_last_thread_leaves():
+    done = run_in_a_fresh_process(_FIRST_IN_LEAVES_FIRST)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     if seen["before"] == [1]:
@@ -154,33 +159,28 @@ def holder():
         inside.set()
         may_leave.wait(30)
 
-def child_checks(forking_thread_inside):
-    if forking_thread_inside:           # still inside in the child: held until it leaves, then back
-        ok = blas_threads() == [1]
-        return ok
-    ok = blas_threads() == before       # only the other thread held it: back at once
-    with _parallel.single_threaded_blas():
-        ok = ok and blas_threads() == [1]
-    return ok and blas_threads() == before
-
-def fork_and_check(forking_thread_inside):
+def fork_while_another_thread_holds():
     pid = os.fork()
+    if pid == 0:                        # only the other thread held it: back at once, and free for this one
+        ok = blas_threads() == before
+        with _parallel.single_threaded_blas():
+            ok = ok and blas_threads() == [1]
+        os._exit(0 if ok and blas_threads() == before else 1)
+    return os.waitpid(pid, 0)[1]
+
+def fork_from_inside():
+    with _parallel.single_threaded_blas():
+        pid = os.fork()
+        held = blas_threads() == [1]    # the child is still inside: held until it leaves
     if pid == 0:
-        ok = child_checks(forking_thread_inside)
-        if forking_thread_inside:
-            return ok                  # the caller leaves its context, then the child checks the restore
-        os._exit(0 if ok else 1)
+        os._exit(0 if held and blas_threads() == before else 1)
     return os.waitpid(pid, 0)[1]
 
 thread = threading.Thread(target=holder)
 thread.start()
 inside.wait(30)
-status_other = fork_and_check(False)
-with _parallel.single_threaded_blas():
-    result = fork_and_check(True)
-if result is True or result is False:   # in the child, after its context closed
-    os._exit(0 if result and blas_threads() == before else 1)
-status_inside = result
+status_other = fork_while_another_thread_holds()
+status_inside = fork_from_inside()
 may_leave.set()
 thread.join(30)
 print(status_other, status_inside, blas_threads() == before)
@@ -189,10 +189,7 @@ print(status_other, status_inside, blas_threads() == before)
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
 def test_a_forked_child_restores_what_only_its_lost_threads_held():
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-    done = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", _FORK_WHILE_INSIDE],
-                          capture_output=True, text=True, timeout=120, env=env)
+    done = run_in_a_fresh_process(_FORK_WHILE_INSIDE)
     if done.returncode == 3:
         pytest.skip("BLAS starts with one thread here: a limit left behind would not show")
     assert done.returncode == 0, done.stderr
