@@ -6,6 +6,7 @@ from .continuous import RBF, Matern52
 from .fm import FMKernel, GraphKernel, ModDif, ModLap, ModNN
 from .hierarchical import Hierarchical
 from .sets import MMDSetKernel, SetKernel, SpaceProduct, SubspaceKernel
+from .set_crowding import SetCrowdingKernel
 from ._factory import make_kernel, set_space_kernel
 
 __all__ = [
@@ -13,6 +14,6 @@ __all__ = [
     "FMKernel", "ModLap", "ModDif", "ModNN", "GraphKernel", "AdditiveFM",
     "ProdLap", "AddLap", "ProdDif", "AddDif",
     "RBF", "Matern52", "Hierarchical",
-    "SetKernel", "MMDSetKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
+    "SetKernel", "MMDSetKernel", "SetCrowdingKernel", "SubspaceKernel", "SpaceProduct", "set_space_kernel",
     "make_kernel",
 ]

@@ -61,6 +61,10 @@ def _broadcast_value(value, n, name):
     return v
 
 
+# Step of the central differences of Kernel.diag_input_gradient; the inputs live in the unit cube.
+DIAG_FD_STEP = 1e-6
+
+
 class Kernel:
     """Base class of all fastfm kernels (see the module docstring for the contract)."""
 
@@ -309,6 +313,24 @@ class Kernel:
         space = getattr(self, "space", None)
         return space.n_discrete if space is not None else 0
 
+    # A kernel whose k(x, x) varies with the continuous inputs where a probe of a few shifted points cannot see it
+    # (a diagonal invariant under a common shift of the inputs: SetCrowdingKernel) says so here; for the others
+    # the GP probes (``gp.solvers.cholesky.probe_diag``).
+    diag_varies_with_continuous = False
+
+    def diag_input_gradient(self, X, n_continuous):
+        """∂k(x, x)/∂c_d over the first ``n_continuous`` (continuous) columns of X, shape (M, n_continuous).
+
+        By central differences of :meth:`diag` (DIAG_FD_STEP, in the unit cube); a kernel with an exact form
+        overrides it, and sums and products combine their factors'."""
+        out = np.empty((X.shape[0], n_continuous))
+        for d in range(n_continuous):
+            Xp, Xm = X.copy(), X.copy()
+            Xp[:, d] += DIAG_FD_STEP
+            Xm[:, d] -= DIAG_FD_STEP
+            out[:, d] = (self.diag(Xp) - self.diag(Xm)) / (2.0 * DIAG_FD_STEP)
+        return out
+
     def gram_and_input_gradient(self, X1, X2):
         """K(X1, X2) and ∂K[m, n]/∂X1[m, d] for the continuous columns d.
 
@@ -425,6 +447,10 @@ class _Composite(Kernel):
     def _check_X(self, X, name="X"):
         return self.k1._check_X(X, name)
 
+    @property
+    def diag_varies_with_continuous(self):
+        return self.k1.diag_varies_with_continuous or self.k2.diag_varies_with_continuous
+
     def __repr__(self):
         return f"{type(self).__name__}({self.k1!r}, {self.k2!r})"
 
@@ -452,6 +478,9 @@ class Sum(_Composite):
     def _diag(self, X):
         return self.k1._diag(X) + self.k2._diag(X)
 
+    def diag_input_gradient(self, X, n_continuous):
+        return self.k1.diag_input_gradient(X, n_continuous) + self.k2.diag_input_gradient(X, n_continuous)
+
     def _full_reduction(self, X, W):
         return np.concatenate([self.k1._full_reduction(X, W), self.k2._full_reduction(X, W)])
 
@@ -474,6 +503,10 @@ class Product(_Composite):
 
     def _diag(self, X):
         return self.k1._diag(X) * self.k2._diag(X)
+
+    def diag_input_gradient(self, X, n_continuous):
+        return (self.k1.diag_input_gradient(X, n_continuous) * self.k2.diag(X)[:, None]
+                + self.k1.diag(X)[:, None] * self.k2.diag_input_gradient(X, n_continuous))
 
     def _full_reduction(self, X, W):
         # Σ W ∂(K1∘K2) = Σ (W∘K2) ∂K1 + Σ (W∘K1) ∂K2, one weight at a time: W and one N × N array at the peak

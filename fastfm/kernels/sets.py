@@ -66,6 +66,17 @@ def draw_subsample(seed, n_points, dim, n_subsample):
     return rng.standard_normal(dim), rng.permutation(n_points)[:n_subsample]
 
 
+def set_parameter(space, parameter, owner):
+    """The ``Set`` parameter of ``space`` named ``parameter`` (None: the only one) that kernel ``owner`` reads."""
+    sets = space.set_params
+    if parameter is None and len(sets) != 1:
+        raise SpaceDefinitionError(f"{owner}: the space has {len(sets)} Set parameters; name one with parameter=...")
+    param = sets[0] if parameter is None else space[parameter]
+    if param not in sets:
+        raise SpaceDefinitionError(f"{owner}: parameter {param.name!r} is not a Set")
+    return param
+
+
 SUBSAMPLE_MODES = ("shared", "independent")
 # The largest (N, N, d) array of per-pair lengthscale derivatives that the likelihood terms keep (64 MiB of float64;
 # N = 2,048 sets in the plane): above it the reduction makes its own pass (SetKernel._one_pass_gradient)
@@ -275,13 +286,7 @@ class SetKernel(Kernel):
         self.backend = backend
         self._columns = None
         if space is not None:
-            sets = space.set_params
-            if parameter is None and len(sets) != 1:
-                raise SpaceDefinitionError(f"SetKernel: the space has {len(sets)} Set parameters; "
-                                           "name one with parameter=...")
-            param = sets[0] if parameter is None else space[parameter]
-            if param not in sets:
-                raise SpaceDefinitionError(f"SetKernel: parameter {param.name!r} is not a Set")
+            param = set_parameter(space, parameter, "SetKernel")
             self.parameter = param.name
             self._columns = space.column(param.name)
             self._set_shape = (param.n_points, param.dim)
@@ -654,6 +659,10 @@ class SubspaceKernel(Kernel):
 
     def get_params(self, deep=True):
         return self.kernel.get_params(deep)
+
+    @property
+    def diag_varies_with_continuous(self):
+        return self.kernel.diag_varies_with_continuous
 
     def _gram(self, X, Y):
         return self.kernel._gram(self._select(X), None if Y is None else self._select(Y))

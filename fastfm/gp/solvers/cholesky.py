@@ -26,11 +26,6 @@ _TRMM_MIN_ROWS = 256
 # otherwise hold two 16 GB arrays.
 _CROSS_BLOCK_BYTES = 256 * 2 ** 20
 
-# Step of the central differences used for ∂k(x,x)/∂c when a kernel's diagonal depends on the
-# continuous inputs (e.g. the non-stationary ModNN); the inputs live in the unit cube.
-_DIAG_FD_STEP = 1e-6
-
-
 def factorise(kernel, X, noise):
     """(L, jitter) for k(X, X) + noise·I: L lower triangular (zeros above), Fortran-ordered.
 
@@ -89,6 +84,8 @@ def probe_diag(kernel, X):
     n_continuous = X.shape[1] if space is None else space.n_continuous
     if n_continuous == 0:
         return False
+    if kernel.diag_varies_with_continuous:
+        return True
     probe = X[:4]
     shifted = probe.copy()
     # move every continuous coordinate by 0.37 or 0.63, staying in the unit cube
@@ -160,7 +157,7 @@ class ExactPosterior:
         w = solve_triangular(model.L_, v, lower=True, trans="T", check_finite=False)  # (N, M)
         dvar = -2.0 * np.einsum("mnd,nm->md", dK, w)
         if model._diag_depends_on_continuous:
-            dvar += self._diag_input_gradient(X, dK.shape[2])
+            dvar += model.kernel_.diag_input_gradient(X, dK.shape[2])
         # Otherwise the kernel is stationary in c (FM, RBF, Matérn: probed in fit), so k(x, x) depends only
         # on the discrete part and ∂k(x,x)/∂c = 0.
         sigma = np.sqrt(np.maximum(var, 0.0))
@@ -168,17 +165,6 @@ class ExactPosterior:
         dsigma = np.zeros_like(dvar)
         dsigma[positive] = 0.5 * dvar[positive] / sigma[positive, None]
         return mu, sigma, dmu, dsigma
-
-    def _diag_input_gradient(self, X, n_continuous):
-        """∂k(x,x)/∂c_d by central differences, shape (M, n_continuous)."""
-        diag = self.model.kernel_.diag
-        out = np.empty((X.shape[0], n_continuous))
-        for d in range(n_continuous):
-            Xp, Xm = X.copy(), X.copy()
-            Xp[:, d] += _DIAG_FD_STEP
-            Xm[:, d] -= _DIAG_FD_STEP
-            out[:, d] = (diag(Xp) - diag(Xm)) / (2.0 * _DIAG_FD_STEP)
-        return out
 
     def mean_and_cov(self, X):
         """Mean and full covariance at encoded X (GPML Alg. 2.1, line 6, for the full covariance)."""
