@@ -84,7 +84,7 @@ def probe_diag(kernel, X):
     n_continuous = X.shape[1] if space is None else space.n_continuous
     if n_continuous == 0:
         return False
-    if kernel.diag_varies_with_continuous:
+    if getattr(kernel, "diag_varies_with_continuous", False):
         return True
     probe = X[:4]
     shifted = probe.copy()
