@@ -99,30 +99,38 @@ class SetCrowdingKernel(SpaceKernel):
     def _sets(self, X):
         return X[:, self._columns].reshape(X.shape[0], *self._set_shape)
 
-    def _crowding(self, X):
-        """w of the sets of X.  The last two arrays' values are kept, compared by content (O(N·n_dims) against w's
-        O(N m² d)): the fit and every prediction ask for the training sets' again and again, and a prediction
-        asks for its test points' twice (the cross-covariance and the prior variance)."""
+    def _crowding(self, X, with_gradient=False):
+        """(w of the sets of X, ∂w per continuous column of the space (N, n_continuous) or None).
+
+        The last two arrays' values are kept, compared by content (O(N·n_dims) against w's O(N m² d)): the fit and
+        every prediction ask for the training sets' again and again, and a prediction with input gradients asks for
+        its test points' w and ∂w three times (the cross-covariance, the prior variance and its gradient)."""
         kept = self.__dict__.setdefault("_kept_crowding", [])
-        for inputs, w in list(kept):     # a snapshot: the scoring threads share the list
-            if inputs.shape == X.shape and np.array_equal(inputs, X):
-                return w
-        w = crowding_and_gradient(self._sets(X), self.scale, with_gradient=False)[0]
-        kept.insert(0, (X.copy(), w))
+        for inputs, w, dw in list(kept):     # a snapshot: the scoring threads share the list
+            if inputs.shape == X.shape and np.array_equal(inputs, X) and (dw is not None or not with_gradient):
+                return w, dw
+        w, dw_points = crowding_and_gradient(self._sets(X), self.scale, with_gradient)
+        dw = None
+        if dw_points is not None:
+            dw = np.zeros((len(X), self.space.n_continuous))
+            dw[:, self._columns] = dw_points.reshape(len(X), -1)
+        for array in (w, dw):
+            if array is not None:
+                array.setflags(write=False)     # kept: a caller writing into it would corrupt the next call's value
+        kept.insert(0, (X.copy(), w, dw))
         del kept[2:]
-        return w
+        return w, dw
 
     def _gram(self, X, Y):
-        w = self._crowding(X)
-        return float(self.variance) * np.outer(w, w if Y is None else self._crowding(Y))
+        w = self._crowding(X)[0]
+        return float(self.variance) * np.outer(w, w if Y is None else self._crowding(Y)[0])
 
     def _diag(self, X):
-        return float(self.variance) * self._crowding(X) ** 2
+        return float(self.variance) * self._crowding(X)[0] ** 2
 
     def diag_input_gradient(self, X, n_continuous):
-        X = self._check_X(X)
-        w, dw = crowding_and_gradient(self._sets(X), self.scale)
-        return 2.0 * float(self.variance) * w[:, None] * self._in_columns(dw, n_continuous)
+        w, dw = self._crowding(self._check_X(X), with_gradient=True)
+        return 2.0 * float(self.variance) * w[:, None] * dw
 
     def _full_reduction(self, X, W):
         return np.array([np.sum(W * self._gram(X, None))])
@@ -132,17 +140,10 @@ class SetCrowdingKernel(SpaceKernel):
         return K, K[:, :, None]
 
     def _gram_and_input_gradient(self, X1, X2):
-        w1, dw1 = crowding_and_gradient(self._sets(X1), self.scale)
-        w2 = self._crowding(X2)
+        w1, dw1 = self._crowding(X1, with_gradient=True)
+        w2 = self._crowding(X2)[0]
         variance = float(self.variance)
-        dw_columns = self._in_columns(dw1, self.space.n_continuous)
-        return variance * np.outer(w1, w2), variance * dw_columns[:, None, :] * w2[None, :, None]
-
-    def _in_columns(self, dw, n_continuous):
-        """∂w per point (N, m, d) → per continuous column of the space (N, n_continuous)."""
-        out = np.zeros((len(dw), n_continuous))
-        out[:, self._columns] = dw.reshape(len(dw), -1)
-        return out
+        return variance * np.outer(w1, w2), variance * dw1[:, None, :] * w2[None, :, None]
 
     def __repr__(self):
         return f"SetCrowdingKernel(parameter={self.parameter!r}, variance={float(self.variance):.3g}, " \
