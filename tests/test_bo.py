@@ -199,16 +199,16 @@ def test_default_prior_covers_the_hierarchical_kernel():
 def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkeypatch):
     """A refit after one more value runs WARM_RESTARTS random restarts and races them (WARM_FINALISTS); the first
     fit and the refits where the data have grown by FULL_REFIT_GROWTH since the last full one run all n_restarts to
-    convergence (what the GP regressor is given, counted at its fit)."""
+    convergence (what the GP regressor is given, counted at its fit), and then fit the other transform of y
+    (Y_TRANSFORM_CANDIDATES) from that optimum as a warm refit does."""
     from fastfm.bo import surrogate as optimizer_module
     from fastfm.gp import GaussianProcessRegressor
 
-    given, finalists = [], {}
+    fits = []
     original_fit = GaussianProcessRegressor.fit
 
     def recording_fit(self, X, y):
-        given.append((len(X), self.n_restarts))
-        finalists[len(X)] = self.n_finalists
+        fits.append((len(X), self.n_restarts, self.n_finalists))
         return original_fit(self, X, y)
 
     monkeypatch.setattr(GaussianProcessRegressor, "fit", recording_fit)
@@ -217,7 +217,13 @@ def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkey
     for _ in range(16):
         x = opt.ask()
         opt.tell(x, problem(x))
-    assert given, "the model was never fitted"
+    assert fits, "the model was never fitted"
+    warm = (optimizer_module.WARM_RESTARTS, optimizer_module.WARM_FINALISTS)
+    # each full fit is followed by the other transform's fit at the same size, with a warm refit's settings
+    other_transform = [i + 1 for i, (n, r, _) in enumerate(fits) if r == 7]
+    assert all(fits[i][0] == fits[i - 1][0] and fits[i][1:] == warm for i in other_transform)
+    given = [(n, r) for i, (n, r, _) in enumerate(fits) if i not in other_transform]
+    finalists = {n: k for i, (n, _, k) in enumerate(fits) if i not in other_transform}
     assert given[0] == (3, 7)                                   # the first fit: all restarts
     full = {n for n, n_restarts in given[1:] if n_restarts == 7}
     assert all(n_restarts in (7, optimizer_module.WARM_RESTARTS) for _, n_restarts in given[1:])

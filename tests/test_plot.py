@@ -55,10 +55,11 @@ def _close_figures():
 
 @pytest.fixture(scope="module")
 def bo_result():
-    """A short ModLap run (a fitted GP) with failed evaluations among its trials."""
+    """A short ModLap run (a fitted GP) with failed evaluations among its trials, its GP on a log of y (the
+    default "auto" may model y as it is: here the quantile band of a transformed y is what is drawn)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)     # the failed evaluations are warned about
-        result = ff.minimize(objective, SPACE, n_iter=12, n_init=6, seed=0, progress=False)
+        result = ff.minimize(objective, SPACE, n_iter=12, n_init=6, seed=0, progress=False, log_transform_y="shift")
     assert result.n_failed >= 1 and result.n_failed < result.n_evals
     return result
 

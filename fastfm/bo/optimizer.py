@@ -252,8 +252,11 @@ class Optimizer(_Surrogate, _TrialRecords):
         heavy upper tails, an upper tail cannot blur the differences among the better half of the values, and a
         plateau the search re-evaluates cannot collapse it; ``fastfm.gp._data.shift_scale``); "copula" the normal
         scores of y's ranks, which a failure penalty (1e10 among values near 1) or a heavy tail cannot squash;
-        "auto" is "copula" once the largest y lies over 1000 interquartile ranges above the median, else "shift"
-        (docs/benchmarks/robustness.md, "Objective values"); True is log(y) (y > 0); False models y as is.
+        "auto" is "copula" once the largest y lies over 1000 interquartile ranges above the median (docs/benchmarks/
+        robustness.md, "Objective values"), else, at the first fit and each full refit, "shift" or y as is, whichever
+        predicts the told y better left out (its density in y's own units; the warm refits in between keep it;
+        ``last_suggestion_info["y_transform"]`` names it; ``fastfm.bo.surrogate.Y_TRANSFORM_CANDIDATES``); True
+        is log(y) (y > 0); False models y as is.
     hyperparameter_prior : "auto", "default", "dimension_scaled", None or callable
         "default": weak Gaussian priors on the log hyperparameters (``default_hyperparameter_prior``);
         "dimension_scaled": their lengthscale means raised by log(D)/2, D = ``space.n_dims`` (Hvarfner
@@ -577,6 +580,8 @@ class Optimizer(_Surrogate, _TrialRecords):
                                      "n_pending": len(pending), **info}
         if "kernel" in self._fit_record:
             self.last_suggestion_info["kernel"] = self._fit_record["kernel"]
+        if "transform" in self._fit_record:
+            self.last_suggestion_info["y_transform"] = gp.y_transform_
         return result.x
 
 

@@ -5,15 +5,20 @@ hyperparameter spaces, and the larger one (``AdditiveFM`` contains ModLap: its t
 always reach at least the smaller one's likelihood at the price of more fitted parameters.  Leave-one-out
 cross-validation scores how each model predicts the points it was not conditioned on, which penalises that
 overfit, and an exact GP has it in closed form from the factor it already holds (GPML Eq. 5.10–5.12).
+
+Models of different transforms of y (``log_transform_y``) are compared by the density of y itself: the density of
+the standardised transformed target z = (t(y) − m)/s times |dz/dy| (the change of variables a warped GP's marginal
+likelihood has, Snelson et al. 2004), so that a transform cannot win by stretching the targets it predicts.
 """
 import numpy as np
 from scipy.linalg import solve_triangular
 
-__all__ = ["loo_log_predictive_density", "select_by_loo"]
+__all__ = ["loo_log_predictive_density", "log_jacobian_of_targets", "select_by_loo"]
 
 
-def loo_log_predictive_density(gp):
-    """Σ_i log p(y_i | X, y_−i, θ) of a fitted exact GP, on its standardised training targets.
+def loo_log_predictive_density(gp, y=None):
+    """Σ_i log p(y_i | X, y_−i, θ) of a fitted exact GP: on its standardised training targets, or with ``y`` the
+    raw targets it was fitted to, on y itself (``log_jacobian_of_targets`` added).
 
     GPML Eq. 5.12: with K = K_θ + σ²_n·I (the factor ``L_``) and α = K⁻¹y, the leave-one-out mean is
     μ_i = y_i − α_i / [K⁻¹]_ii and its variance σ²_i = 1 / [K⁻¹]_ii, so
@@ -23,6 +28,8 @@ def loo_log_predictive_density(gp):
     ----------
     gp : GaussianProcessRegressor
         Fitted with the exact (Cholesky) solver.
+    y : array of shape (n,), optional
+        The targets ``gp`` was fitted to, before its transform.
 
     Returns
     -------
@@ -31,7 +38,8 @@ def loo_log_predictive_density(gp):
     Raises
     ------
     ValueError
-        The GP holds no Cholesky factor (the matrix-free solver, ``gp.solver_ == "cg"``).
+        The GP holds no Cholesky factor (the matrix-free solver, ``gp.solver_ == "cg"``); with ``y``, a
+        transform without a density in y (see ``log_jacobian_of_targets``).
     """
     if getattr(gp, "L_", None) is None:
         raise ValueError(f"loo_log_predictive_density needs an exact GP fit (a Cholesky factor), got "
@@ -40,25 +48,58 @@ def loo_log_predictive_density(gp):
     L_inverse = solve_triangular(L, np.eye(L.shape[0]), lower=True)
     precision_diagonal = np.einsum("ij,ij->j", L_inverse, L_inverse)     # [K⁻¹]_ii = Σ_j (L⁻¹)²_ji
     alpha = np.asarray(gp.alpha_, dtype=np.float64)
-    return float(np.sum(0.5 * np.log(precision_diagonal / (2.0 * np.pi))
-                        - 0.5 * alpha ** 2 / precision_diagonal))
+    density = float(np.sum(0.5 * np.log(precision_diagonal / (2.0 * np.pi)) - 0.5 * alpha ** 2 / precision_diagonal))
+    return density if y is None else density + log_jacobian_of_targets(gp, y)
 
 
-def select_by_loo(gps):
-    """The name of the best of ``gps`` (a dict name → GP fitted to the same X and y) by
-    ``loo_log_predictive_density``; the first name on a tie, or when any fit has no Cholesky factor.
+def log_jacobian_of_targets(gp, y):
+    """Σ_i log |dz_i/dy_i|, z = (t(y) − y_mean_)/y_std_ the standardised targets of the fitted ``gp`` and y the raw
+    targets: 1/y_std_ for the identity, 1/(y·y_std_) for the log (True), 1/((s + y − min y)·y_std_) for "shift".
 
     Raises
     ------
     ValueError
-        The GPs were fitted to different standardised targets (their densities would not be comparable).
+        The "copula" transform: the normal scores of the ranks are a step function of y, with no density there.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    transform = getattr(gp, "y_transform_", gp.log_transform_y)
+    if isinstance(transform, str) and transform == "copula":
+        raise ValueError("the 'copula' transform of y has no density in y: its models compare only among themselves")
+    log_slope = np.full(y.shape, -np.log(gp.y_std_))
+    if isinstance(transform, str) and transform == "shift":
+        log_slope -= np.log(gp.y_log_scale_ + (y - gp.y_shift_))
+    elif transform is True:
+        log_slope -= np.log(y)
+    return float(np.sum(log_slope))
+
+
+def select_by_loo(gps, y=None):
+    """The name of the best of ``gps`` (a dict name → GP fitted to the same X and y) by
+    ``loo_log_predictive_density``; the first name on a tie, or when any fit has no Cholesky factor.
+
+    Parameters
+    ----------
+    gps : dict
+    y : array of shape (n,), optional
+        The raw targets every GP was fitted to.  Needed where the GPs model different transforms of y: they are
+        then compared by the density of y itself.
+
+    Raises
+    ------
+    ValueError
+        Without ``y``, the GPs were fitted to different standardised targets (their densities would not be
+        comparable); with it, one of several transforms has no density in y.
     """
     names = list(gps)
     if any(getattr(gp, "L_", None) is None for gp in gps.values()):
         return names[0]
-    reference = gps[names[0]].y_train_
-    for name in names[1:]:
-        if not np.array_equal(gps[name].y_train_, reference):
-            raise ValueError(f"select_by_loo: the GP {name!r} was fitted to other targets than {names[0]!r}")
-    scores = {name: loo_log_predictive_density(gp) for name, gp in gps.items()}
+    transforms = {repr(getattr(gp, "y_transform_", None)) for gp in gps.values()}
+    if y is None or len(transforms) == 1:
+        reference = gps[names[0]].y_train_
+        for name in names[1:]:
+            if not np.array_equal(gps[name].y_train_, reference):
+                raise ValueError(f"select_by_loo: the GP {name!r} was fitted to other targets than {names[0]!r}")
+        scores = {name: loo_log_predictive_density(gp) for name, gp in gps.items()}
+    else:
+        scores = {name: loo_log_predictive_density(gp, y) for name, gp in gps.items()}
     return max(names, key=lambda name: (scores[name], -names.index(name)))

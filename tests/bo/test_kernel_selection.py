@@ -61,6 +61,7 @@ def test_a_run_switches_only_at_full_refits_and_a_journal_replays_the_choice(tmp
     a, b = opt.ask(n=2), loaded.ask(n=2)
     assert a == b
     assert opt.last_suggestion_info["kernel"] == loaded.last_suggestion_info["kernel"]
+    assert opt.last_suggestion_info["y_transform"] == loaded.last_suggestion_info["y_transform"]
     for x in a:
         opt.tell(x, _additive_objective(x))
         loaded.tell(x.trial_id, _additive_objective(x))

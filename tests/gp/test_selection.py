@@ -6,7 +6,7 @@ from scipy.stats import norm
 
 import fastfm as ff
 from fastfm.gp import GaussianProcessRegressor
-from fastfm.gp.selection import loo_log_predictive_density, select_by_loo
+from fastfm.gp.selection import log_jacobian_of_targets, loo_log_predictive_density, select_by_loo
 from fastfm.kernels import AdditiveFM, ModLap
 
 SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("a", list(range(4))), ff.Categorical("b", list(range(4)))])
@@ -80,3 +80,60 @@ def test_a_matrix_free_fit_has_no_closed_form():
         loo_log_predictive_density(gp)
     exact = GaussianProcessRegressor(AdditiveFM(SPACE), n_restarts=0, random_state=0).fit(X, y)
     assert select_by_loo({"cg": gp, "exact": exact}) == "cg"
+
+
+def _standardised_targets(gp, y):
+    """z(y) of the fitted ``gp``: its transform with the shift, scale and standardisation it was fitted with."""
+    y = np.asarray(y, dtype=float)
+    if gp.y_transform_ == "shift":
+        t = np.log1p((y - gp.y_shift_) / gp.y_log_scale_)
+    elif gp.y_transform_ is True:
+        t = np.log(y)
+    else:
+        t = y
+    return (t - gp.y_mean_) / gp.y_std_
+
+
+@pytest.mark.parametrize("transform", [False, True, "shift"])
+def test_the_jacobian_of_the_targets_is_the_slope_of_the_transform(transform):
+    X, y = _data(20, 3)
+    y = np.exp(y)                    # positive, with an upper tail, for the log
+    gp = GaussianProcessRegressor(ModLap(SPACE), n_restarts=0, random_state=0, log_transform_y=transform).fit(X, y)
+    assert gp.y_transform_ == transform
+    np.testing.assert_allclose(_standardised_targets(gp, y), gp.y_train_, rtol=1e-12, atol=1e-12)
+    h = 1e-6 * np.maximum(1.0, np.abs(y))
+    slopes = (_standardised_targets(gp, y + h) - _standardised_targets(gp, y - h)) / (2 * h)
+    np.testing.assert_allclose(log_jacobian_of_targets(gp, y), np.sum(np.log(np.abs(slopes))), rtol=1e-7)
+
+
+@pytest.mark.parametrize("transform", [False, "shift"])
+def test_the_density_of_y_is_the_density_of_the_targets_changed_in_variables(transform):
+    X, y = _data(25, 4)
+    gp = GaussianProcessRegressor(ModLap(SPACE), n_restarts=1, random_state=0, log_transform_y=transform).fit(X, y)
+    expected = _brute_force_loo(gp) + log_jacobian_of_targets(gp, y)
+    np.testing.assert_allclose(loo_log_predictive_density(gp, y), expected, rtol=1e-8, atol=1e-8)
+
+
+def test_transforms_are_compared_by_the_density_of_y():
+    """Without y, fits of different transforms cannot be compared (other standardised targets); with it the
+    choice follows the density of y: y with a heavy upper tail (the exponential of a smooth function) is predicted
+    better through the log, a smooth function with a narrow well below a flat level better as it is."""
+    X, smooth = _data(40, 5)
+    heavy = np.exp(3 * smooth)
+    fits = {t: GaussianProcessRegressor(ModLap(SPACE), n_restarts=2, random_state=0, log_transform_y=t).fit(X, heavy)
+            for t in (False, "shift")}
+    with pytest.raises(ValueError, match="other targets"):
+        select_by_loo(fits)
+    assert select_by_loo(fits, heavy) == "shift"
+    assert loo_log_predictive_density(fits["shift"], heavy) > loo_log_predictive_density(fits[False], heavy) + 5
+    well = -np.exp(-((X[:, 0] - 0.5) / 0.15) ** 2) + 0.01 * np.sin(40 * X[:, 0])
+    fits = {t: GaussianProcessRegressor(ModLap(SPACE), n_restarts=2, random_state=0, log_transform_y=t).fit(X, well)
+            for t in ("shift", False)}
+    assert select_by_loo(fits, well) is False
+    assert loo_log_predictive_density(fits[False], well) > loo_log_predictive_density(fits["shift"], well) + 5
+    copula = GaussianProcessRegressor(ModLap(SPACE), n_restarts=0, random_state=0, log_transform_y="copula")
+    copula.fit(X, well)
+    with pytest.raises(ValueError, match="no density in y"):
+        select_by_loo({"copula": copula, "plain": fits[False]}, well)
+    # one transform among all: the Jacobian is common, the comparison that of the targets
+    assert select_by_loo({"a": copula, "b": copula}, well) == "a"
