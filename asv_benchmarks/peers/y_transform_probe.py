@@ -8,7 +8,7 @@ GPSampler and TPE run too.
         --methods choose log_only gpsampler --seeds 0:20 --budget 60 --out probe.jsonl
     PYTHONPATH=. python asv_benchmarks/peers/y_transform_probe.py summary probe.jsonl
 
-Each row: the best value after 30, 60 and 100 evaluations (the last one the budget allows) and the median seconds
+Each row: the best value after 30, 60, 100 and 200 evaluations (the last one the budget allows) and the median seconds
 per suggestion from the 41st on.  "log_only" is ``Optimizer(gp_options={"log_transform_y": "auto"})``: the
 regressor's own "auto" (the shift log, or the copula on extreme tails) at every fit, which is the optimizer's
 default before the choice, run for run.
@@ -113,7 +113,7 @@ def run_one(method, name, seed, budget):
     best = np.minimum.accumulate(values)
     row = {"method": method, "problem": name, "seed": seed, "budget": budget,
            "seconds_per_suggestion": float(np.median(seconds[40:])) if budget > 40 else None}
-    for n in (30, 60, 100):
+    for n in (30, 60, 100, 200):
         if n <= budget:
             row[f"best{n}"] = float(best[n - 1])
     return row
@@ -126,7 +126,7 @@ def summary(path):
         by.setdefault((row["problem"], row["method"]), {})[row["seed"]] = row
     for problem in sorted({r["problem"] for r in rows}):
         methods = [m for (p, m) in by if p == problem]
-        for n in (30, 60, 100):
+        for n in (30, 60, 100, 200):
             cells = []
             for method in methods:
                 vals = np.array([r[f"best{n}"] for r in by[problem, method].values() if f"best{n}" in r])

@@ -253,10 +253,11 @@ class Optimizer(_Surrogate, _TrialRecords):
         plateau the search re-evaluates cannot collapse it; ``fastfm.gp._data.shift_scale``); "copula" the normal
         scores of y's ranks, which a failure penalty (1e10 among values near 1) or a heavy tail cannot squash;
         "auto" is "copula" once the largest y lies over 1000 interquartile ranges above the median (docs/benchmarks/
-        robustness.md, "Objective values"), else, at the first fit and each full refit, "shift" or y as is, whichever
-        predicts the told y better left out (its density in y's own units; the warm refits in between keep it;
-        ``last_suggestion_info["y_transform"]`` names it; ``fastfm.bo.surrogate.Y_TRANSFORM_CANDIDATES``); True
-        is log(y) (y > 0); False models y as is.
+        robustness.md, "Objective values"), else, at the first fit and each full refit below 100 told values,
+        "shift" or y as is, whichever predicts the told y better left out (its density in y's own units; the warm
+        refits in between keep it; ``last_suggestion_info["y_transform"]`` names it;
+        ``fastfm.bo.surrogate.Y_TRANSFORM_CANDIDATES``, ``Y_TRANSFORM_CHOICE_BELOW``), and "shift" from 100 told
+        values on; True is log(y) (y > 0); False models y as is.
     hyperparameter_prior : "auto", "default", "dimension_scaled", None or callable
         "default": weak Gaussian priors on the log hyperparameters (``default_hyperparameter_prior``);
         "dimension_scaled": their lengthscale means raised by log(D)/2, D = ``space.n_dims`` (Hvarfner

@@ -18,7 +18,7 @@ from ..gp.selection import select_by_loo
 from ..kernels import Kernel, make_kernel
 
 __all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS",
-           "ADDITIVE_MAX_DIMS", "Y_TRANSFORM_CANDIDATES"]
+           "ADDITIVE_MAX_DIMS", "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
 
 _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
@@ -84,7 +84,10 @@ class _Surrogate:
         if self._chooses_y_transform():    # the transforms this fit may use (journals written before: no key)
             full = _is_full_fit(warm is not None, self.n_told)
             kept = self.log_transform_y if self._fit_record is None else self._fit_record.get("transform", "auto")
-            record["transforms"] = [kept] + ([t for t in Y_TRANSFORM_CANDIDATES if t != kept] if full else [])
+            if self.n_told >= Y_TRANSFORM_CHOICE_BELOW:
+                record["transforms"] = ["auto"]
+            else:
+                record["transforms"] = [kept] + ([t for t in Y_TRANSFORM_CANDIDATES if t != kept] if full else [])
         try:
             gp = self._fit(record, self._gp.kernel_ if self._gp is not None else None)
         except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
@@ -248,19 +251,26 @@ DIMENSION_SCALED_MIN_DIMS = 20
 ADDITIVE_MAX_DIMS = 20
 
 
-# log_transform_y="auto" chooses at the first fit and at the full refits between y through the transform the
-# regressor's "auto" resolves to ("shift", the log of y above its minimum, or on extreme upper tails the copula) and
-# y as it is: the candidate kernels are fitted to the transform kept so far, and the chosen kernel once more to the
-# other transform, started at that fit's optimum with a warm refit's restarts (so a full refit costs one warm refit
-# more); the leave-one-out density of y itself (the transform's Jacobian included, as in a warped GP's marginal
-# likelihood, Snelson et al. 2004) picks one, which the warm refits until the next full refit keep.  Why: the log
-# was chosen on objectives with heavy upper tails (Func2C's Rosenbrock and Beale corners, where it resolves the
-# differences near the minimum), but where a few good values lie far below the bulk it stretches them further, and
-# the model and the search are worse than on y itself: at 30 evaluations (20 seeds, paired) Hartmann6 -2.69 -> -3.04
-# (18 of 20 seeds better), Ackley5C 1.37 -> 0.97 (0.68 -> 0.45 at 60); the paper's other problems, the large and
-# the set problems level (docs/benchmarks/bo-efficiency.md, "Choosing the transform of y at each full fit").  The
-# copula has no density in y (a step function of the ranks): where "auto" resolves to it, it is the one transform.
+# log_transform_y="auto" chooses at the first fit and at the full refits (below Y_TRANSFORM_CHOICE_BELOW told
+# values) between y through the transform the regressor's "auto" resolves to ("shift", the log of y above its
+# minimum, or on extreme upper tails the copula) and y as it is: the candidate kernels are fitted to the transform
+# kept so far, and the chosen kernel once more to the other transform, started at that fit's optimum with a warm
+# refit's restarts (so a full refit costs one warm refit more); the leave-one-out density of y itself (the
+# transform's Jacobian included, as in a warped GP's marginal likelihood, Snelson et al. 2004) picks one, which the
+# warm refits until the next full refit keep.  Why: the log was chosen on objectives with heavy upper tails (Func2C's
+# Rosenbrock and Beale corners, where it resolves the differences near the minimum), but where a few good values lie
+# far below the bulk it stretches them further, and the model and the search are worse than on y itself: at 30
+# evaluations (20 seeds, paired) Hartmann6 -2.69 -> -3.04 (18 of 20 seeds better), Ackley5C 1.37 -> 0.97 (0.68 ->
+# 0.45 at 60); the paper's other problems, the large and the set problems level (docs/benchmarks/bo-efficiency.md,
+# "Choosing the transform of y at each full fit").  The copula has no density in y (a step function of the ranks):
+# where "auto" resolves to it, it is the one transform.
 Y_TRANSFORM_CANDIDATES = ("auto", False)
+# From this many told values on every fit takes "auto" (the shift log): by then most of a run's points sit near its
+# incumbent, and resolving their small differences is what the log does and what the leave-one-out density of all
+# the points does not weigh.  Choosing on to the end took Ackley5C at 200 evaluations from 0.0046 to 0.0144
+# (10 seeds; three runs ended 0.011-0.090 above the optimum, modelling y as it is at every fit, their best values
+# unchanged over the last 50-100 evaluations); choosing below 100 only, 0.0035, the runs up to 100 unchanged.
+Y_TRANSFORM_CHOICE_BELOW = 100
 
 
 def _transforms_for(transforms, y):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import fastfm as ff
+from fastfm.bo import surrogate
 from fastfm.bo.surrogate import _is_full_refit
 
 SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Real("z", 0.0, 1.0), ff.Categorical("a", ["p", "q", "r"])])
@@ -92,3 +93,14 @@ def test_an_extreme_tail_keeps_the_copula():
     assert np.any(values == 1e10)
     first_penalty = int(np.argmax(values == 1e10))
     assert all(c == "copula" for n, c in choices if n > first_penalty)
+
+
+def test_from_the_choice_limit_on_every_fit_takes_the_log(monkeypatch):
+    """Past Y_TRANSFORM_CHOICE_BELOW told values a run refines around its incumbent, which the log of y above its
+    minimum resolves: the well that is modelled as it is before the limit is modelled through the log after it."""
+    monkeypatch.setattr(surrogate, "Y_TRANSFORM_CHOICE_BELOW", 15)
+    opt = ff.Optimizer(SPACE, seed=0, n_restarts=2)
+    choices = _run(opt, _well, 22)
+    assert any(c is False for n, c in choices if n < 15)
+    assert [c for n, c in choices if n >= 15] == ["shift"] * 7
+    assert opt._fit_record["transforms"] == ["auto"]
