@@ -15,12 +15,18 @@ default before the choice, run for run.
 """
 import argparse
 import json
+import os
+import sys
 import time
 import warnings
 
 import numpy as np
 
 import fastfm as ff
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
+from head_to_head import _optuna_suggest, peer_dims     # noqa: E402  (the head-to-head's map of a space to Optuna)
 
 
 def hartmann6(x):
@@ -72,18 +78,6 @@ def problem_of(name):
     return problem.space, lambda config: float(problem(config))
 
 
-def _optuna_config(trial, space):
-    config = {}
-    for p in space:
-        if isinstance(p, ff.Real):
-            config[p.name] = trial.suggest_float(p.name, p.low, p.high)
-        elif isinstance(p, ff.Integer):
-            config[p.name] = trial.suggest_int(p.name, p.low, p.high)
-        else:
-            config[p.name] = trial.suggest_categorical(p.name, list(p.choices))
-    return config
-
-
 def run_one(method, name, seed, budget):
     space, objective = problem_of(name)
     values, seconds = [], []
@@ -102,10 +96,11 @@ def run_one(method, name, seed, budget):
         sampler = (optuna.samplers.GPSampler(seed=seed) if method == "gpsampler"
                    else optuna.samplers.TPESampler(multivariate=True, seed=seed))
         study = optuna.create_study(sampler=sampler)
+        dims = peer_dims(space)
         for _ in range(budget):
             start = time.perf_counter()
             trial = study.ask()
-            config = _optuna_config(trial, space)
+            config = _optuna_suggest(trial, space, dims)
             seconds.append(time.perf_counter() - start)
             value = objective(config)
             study.tell(trial, value)

@@ -505,8 +505,8 @@ class Product(_Composite):
         return self.k1._diag(X) * self.k2._diag(X)
 
     def diag_input_gradient(self, X, n_continuous):
-        return (self.k1.diag_input_gradient(X, n_continuous) * self.k2.diag(X)[:, None]
-                + self.k1.diag(X)[:, None] * self.k2.diag_input_gradient(X, n_continuous))
+        return (self.k1.diag_input_gradient(X, n_continuous) * self.k2._diag(X)[:, None]
+                + self.k1._diag(X)[:, None] * self.k2.diag_input_gradient(X, n_continuous))
 
     def _full_reduction(self, X, W):
         # Σ W ∂(K1∘K2) = Σ (W∘K2) ∂K1 + Σ (W∘K1) ∂K2, one weight at a time: W and one N × N array at the peak
