@@ -1,0 +1,153 @@
+"""fastfm against Optuna's GPSampler from the SAME initial points (issue 24 §1): how much of a gap between the two
+is the model-based search, and how much the luck of the initial design.
+
+Each library's runs start from its own initial design (fastfm: a stratified design seeded by the run's seed;
+GPSampler: Optuna's RandomSampler with that seed), and on a multimodal objective the basin that the best of the
+first ten points lies in decides much of a run: the same seeds end in the same local optima under every fastfm
+variant tried on Hartmann6 (docs/benchmarks/bo-efficiency.md, "Hartmann6 from the same initial points").  Here
+both libraries are told the same ``--n-init`` points, drawn by Optuna's RandomSampler(seed) through the
+head-to-head's map of the space, and then each runs its own loop to ``--budget``: ``Optimizer(space, seed=seed)``
+told the points (its model is used from the next ask on), and ``GPSampler(seed=seed)`` on a study holding them as
+completed trials, which is a GPSampler run of that seed (its startup trials are RandomSampler(seed)'s; on
+Hartmann6 and Branin3C the best values equal the probe's own GPSampler runs to round-off).
+The difference of the best values is then paired seed by seed.
+
+    PYTHONPATH=. python asv_benchmarks/peers/same_start_probe.py run --problems Hartmann6 Levy8I Branin3C \\
+        --seeds 0:20 --budget 60 --jobs 2 --out same_start.jsonl
+    PYTHONPATH=. python asv_benchmarks/peers/same_start_probe.py summary same_start.jsonl
+
+A problem is a name of the y-transform probe's (Hartmann6, Levy8I, Branin3C) or of ``fastfm.benchmarks``.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+import fastfm as ff
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
+from head_to_head import _optuna_suggest, git_state, peer_dims  # noqa: E402  (its map of a space to Optuna)
+from y_transform_probe import problem_of                # noqa: E402
+
+BUDGETS = (10, 30, 60, 100, 200)
+
+
+def _initial_trials(space, objective, n_init, seed):
+    """``n_init`` completed Optuna trials from RandomSampler(seed), with their fastfm configs."""
+    import optuna
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    dims = peer_dims(space)
+    out = []
+    for _ in range(n_init):
+        trial = study.ask()
+        config = _optuna_suggest(trial, space, dims)
+        value = objective(config)
+        study.tell(trial, value)
+        out.append((config, value))
+    return study.trials, out
+
+
+def run_one(name, seed, budget, n_init):
+    """[fastfm row, gpsampler row] from the same initial points."""
+    import optuna
+    from threadpoolctl import threadpool_limits
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.simplefilter("ignore")
+    space, objective = problem_of(name)
+    rows = []
+    with threadpool_limits(1):
+        trials, initial = _initial_trials(space, objective, n_init, seed)
+        opt = ff.Optimizer(space, seed=seed)
+        for config, value in initial:
+            opt.tell(config, value)
+        values, seconds = [v for _, v in initial], []
+        for _ in range(budget - n_init):
+            start = time.perf_counter()
+            config = opt.ask()
+            seconds.append(time.perf_counter() - start)
+            value = objective(config)
+            opt.tell(config, value)
+            values.append(value)
+        rows.append(_row("fastfm", name, seed, budget, n_init, values, seconds))
+
+        study = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=seed))
+        for trial in trials:
+            study.add_trial(optuna.trial.create_trial(params=trial.params, distributions=trial.distributions,
+                                                      value=trial.value))
+        dims = peer_dims(space)
+        values, seconds = [v for _, v in initial], []
+        for _ in range(budget - n_init):
+            start = time.perf_counter()
+            trial = study.ask()
+            config = _optuna_suggest(trial, space, dims)
+            seconds.append(time.perf_counter() - start)
+            value = objective(config)
+            study.tell(trial, value)
+            values.append(value)
+        rows.append(_row("gpsampler", name, seed, budget, n_init, values, seconds))
+    return rows
+
+
+def _row(method, name, seed, budget, n_init, values, seconds):
+    best = np.minimum.accumulate(values)
+    row = {"method": method, "problem": name, "seed": seed, "budget": budget, "n_init": n_init,
+           "initial_design": "optuna.samplers.RandomSampler(seed)", "fastfm_git": git_state(),
+           "seconds_per_suggestion": float(np.median(seconds)) if seconds else None}
+    row.update({f"best{n}": float(best[n - 1]) for n in BUDGETS if n <= budget})
+    return row
+
+
+def summary(path):
+    by = {}
+    for line in open(path):
+        row = json.loads(line)
+        by.setdefault((row["problem"], row["method"]), {})[row["seed"]] = row
+    for problem in sorted({p for p, _ in by}):
+        ours, theirs = by.get((problem, "fastfm"), {}), by.get((problem, "gpsampler"), {})
+        for n in BUDGETS[1:]:
+            seeds = sorted(s for s in ours if s in theirs and f"best{n}" in ours[s] and f"best{n}" in theirs[s])
+            if not seeds:
+                continue
+            a = np.array([ours[s][f"best{n}"] for s in seeds])
+            b = np.array([theirs[s][f"best{n}"] for s in seeds])
+            d = a - b
+            se = (lambda v: v.std(ddof=1) / np.sqrt(v.size) if v.size > 1 else 0.0)
+            print(f"{problem} @{n} ({len(seeds)} seeds): fastfm {a.mean():.4g} ± {se(a):.2g}, GPSampler "
+                  f"{b.mean():.4g} ± {se(b):.2g}; fastfm − GPSampler {d.mean():+.4g} ± {se(d):.2g} "
+                  f"(fastfm better {int(np.sum(d < 0))}, worse {int(np.sum(d > 0))})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--problems", nargs="+", required=True)
+    run.add_argument("--seeds", default="0:20", help="first:last (exclusive)")
+    run.add_argument("--budget", type=int, default=60)
+    run.add_argument("--n-init", type=int, default=10)
+    run.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (one thread each)")
+    run.add_argument("--out", required=True)
+    summarise = sub.add_parser("summary")
+    summarise.add_argument("path")
+    args = parser.parse_args()
+    if args.command == "summary":
+        summary(args.path)
+        return
+    first, last = (int(v) for v in args.seeds.split(":"))
+    jobs = [(name, seed, args.budget, args.n_init) for name in args.problems for seed in range(first, last)]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for rows in pool.map(run_one, *zip(*jobs)):
+            with open(args.out, "a") as out:
+                for row in rows:
+                    out.write(json.dumps(row) + "\n")
+            print(json.dumps(rows[0]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
