@@ -16,6 +16,13 @@ The difference of the best values is then paired seed by seed.
         --seeds 0:20 --budget 60 --jobs 2 --out same_start.jsonl
     PYTHONPATH=. python asv_benchmarks/peers/same_start_probe.py summary same_start.jsonl
 
+``designs`` compares the initial designs alone, without BO: the best of fastfm's ``--n-init`` stratified points
+(``Space.sample_stratified_encoded``, what ``Optimizer(initial_design="stratified")`` asks first) against the best of
+as many uniformly random ones (``Space.sample``), each over many seeds:
+
+    PYTHONPATH=. python asv_benchmarks/peers/same_start_probe.py designs --problems MaxSATWeighted Hartmann6 \\
+        --seeds 0:400
+
 A problem is a name of the y-transform probe's (Hartmann6, Levy8I, Branin3C) or of ``fastfm.benchmarks``.
 """
 import argparse
@@ -123,6 +130,21 @@ def summary(path):
                   f"(fastfm better {int(np.sum(d < 0))}, worse {int(np.sum(d > 0))})")
 
 
+def compare_designs(name, seeds, n_init):
+    """Mean ± s.e. over ``seeds`` of the best of ``n_init`` stratified and of ``n_init`` uniformly random points."""
+    space, objective = problem_of(name)
+    best = {"stratified": [], "random": []}
+    for seed in seeds:
+        best["stratified"].append(min(objective(c) for c in
+                                      space.decode(space.sample_stratified_encoded(n_init, seed=seed))))
+        best["random"].append(min(objective(c) for c in space.sample(n_init, seed=seed)))
+    cells = []
+    for label, values in best.items():
+        values = np.asarray(values)
+        cells.append(f"{label} {values.mean():.4g} ± {values.std(ddof=1) / np.sqrt(values.size):.2g}")
+    print(f"{name}, best of {n_init} points over {len(seeds)} seeds: " + ", ".join(cells), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,11 +157,20 @@ def main():
     run.add_argument("--out", required=True)
     summarise = sub.add_parser("summary")
     summarise.add_argument("path")
+    designs = sub.add_parser("designs")
+    designs.add_argument("--problems", nargs="+", required=True)
+    designs.add_argument("--seeds", default="0:400", help="first:last (exclusive)")
+    designs.add_argument("--n-init", type=int, default=10)
     args = parser.parse_args()
     if args.command == "summary":
         summary(args.path)
         return
     first, last = (int(v) for v in args.seeds.split(":"))
+    if args.command == "designs":
+        warnings.simplefilter("ignore")
+        for name in args.problems:
+            compare_designs(name, range(first, last), args.n_init)
+        return
     jobs = [(name, seed, args.budget, args.n_init) for name in args.problems for seed in range(first, last)]
     with ProcessPoolExecutor(args.jobs) as pool:
         for rows in pool.map(run_one, *zip(*jobs)):
