@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import sys
-import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 
@@ -39,25 +38,18 @@ import fastfm as ff
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
-from head_to_head import _optuna_suggest, git_state, peer_dims  # noqa: E402  (its map of a space to Optuna)
-from y_transform_probe import problem_of                # noqa: E402
+from head_to_head import git_state                    # noqa: E402
+from y_transform_probe import fastfm_loop, optuna_loop, problem_of  # noqa: E402
 
 BUDGETS = (10, 30, 60, 100, 200)
 
 
 def _initial_trials(space, objective, n_init, seed):
-    """``n_init`` completed Optuna trials from RandomSampler(seed), with their fastfm configs."""
+    """``n_init`` completed Optuna trials from RandomSampler(seed), with their fastfm configs and values."""
     import optuna
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    dims = peer_dims(space)
-    out = []
-    for _ in range(n_init):
-        trial = study.ask()
-        config = _optuna_suggest(trial, space, dims)
-        value = objective(config)
-        study.tell(trial, value)
-        out.append((config, value))
-    return study.trials, out
+    configs, values, _ = optuna_loop(study, space, objective, n_init)
+    return study.trials, list(zip(configs, values))
 
 
 def run_one(name, seed, budget, n_init):
@@ -67,37 +59,20 @@ def run_one(name, seed, budget, n_init):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.simplefilter("ignore")
     space, objective = problem_of(name)
-    rows = []
     with threadpool_limits(1):
         trials, initial = _initial_trials(space, objective, n_init, seed)
+        initial_values = [v for _, v in initial]
         opt = ff.Optimizer(space, seed=seed)
         for config, value in initial:
             opt.tell(config, value)
-        values, seconds = [v for _, v in initial], []
-        for _ in range(budget - n_init):
-            start = time.perf_counter()
-            config = opt.ask()
-            seconds.append(time.perf_counter() - start)
-            value = objective(config)
-            opt.tell(config, value)
-            values.append(value)
-        rows.append(_row("fastfm", name, seed, budget, n_init, values, seconds))
-
+        values, seconds = fastfm_loop(opt, objective, budget - n_init)
+        rows = [_row("fastfm", name, seed, budget, n_init, initial_values + values, seconds)]
         study = optuna.create_study(sampler=optuna.samplers.GPSampler(seed=seed))
         for trial in trials:
             study.add_trial(optuna.trial.create_trial(params=trial.params, distributions=trial.distributions,
                                                       value=trial.value))
-        dims = peer_dims(space)
-        values, seconds = [v for _, v in initial], []
-        for _ in range(budget - n_init):
-            start = time.perf_counter()
-            trial = study.ask()
-            config = _optuna_suggest(trial, space, dims)
-            seconds.append(time.perf_counter() - start)
-            value = objective(config)
-            study.tell(trial, value)
-            values.append(value)
-        rows.append(_row("gpsampler", name, seed, budget, n_init, values, seconds))
+        _, values, seconds = optuna_loop(study, space, objective, budget - n_init)
+        rows.append(_row("gpsampler", name, seed, budget, n_init, initial_values + values, seconds))
     return rows
 
 

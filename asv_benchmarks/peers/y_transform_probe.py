@@ -78,33 +78,46 @@ def problem_of(name):
     return problem.space, lambda config: float(problem(config))
 
 
+def fastfm_loop(opt, objective, n):
+    """``n`` ask/evaluate/tell steps of a fastfm Optimizer: (values, seconds per ask)."""
+    values, seconds = [], []
+    for _ in range(n):
+        start = time.perf_counter()
+        config = opt.ask()
+        seconds.append(time.perf_counter() - start)
+        value = objective(config)
+        opt.tell(config, value)
+        values.append(value)
+    return values, seconds
+
+
+def optuna_loop(study, space, objective, n):
+    """``n`` ask/evaluate/tell steps of an Optuna study on ``space`` (the head-to-head's map):
+    (configs, values, seconds per ask with its suggest calls)."""
+    dims = peer_dims(space)
+    configs, values, seconds = [], [], []
+    for _ in range(n):
+        start = time.perf_counter()
+        trial = study.ask()
+        config = _optuna_suggest(trial, space, dims)
+        seconds.append(time.perf_counter() - start)
+        value = objective(config)
+        study.tell(trial, value)
+        configs.append(config)
+        values.append(value)
+    return configs, values, seconds
+
+
 def run_one(method, name, seed, budget):
     space, objective = problem_of(name)
-    values, seconds = [], []
     if method in FASTFM_VARIANTS:
-        opt = ff.Optimizer(space, seed=seed, **FASTFM_VARIANTS[method])
-        for _ in range(budget):
-            start = time.perf_counter()
-            config = opt.ask()
-            seconds.append(time.perf_counter() - start)
-            value = objective(config)
-            opt.tell(config, value)
-            values.append(value)
+        values, seconds = fastfm_loop(ff.Optimizer(space, seed=seed, **FASTFM_VARIANTS[method]), objective, budget)
     else:
         import optuna
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = (optuna.samplers.GPSampler(seed=seed) if method == "gpsampler"
                    else optuna.samplers.TPESampler(multivariate=True, seed=seed))
-        study = optuna.create_study(sampler=sampler)
-        dims = peer_dims(space)
-        for _ in range(budget):
-            start = time.perf_counter()
-            trial = study.ask()
-            config = _optuna_suggest(trial, space, dims)
-            seconds.append(time.perf_counter() - start)
-            value = objective(config)
-            study.tell(trial, value)
-            values.append(value)
+        _, values, seconds = optuna_loop(optuna.create_study(sampler=sampler), space, objective, budget)
     best = np.minimum.accumulate(values)
     row = {"method": method, "problem": name, "seed": seed, "budget": budget,
            "seconds_per_suggestion": float(np.median(seconds[40:])) if budget > 40 else None}
