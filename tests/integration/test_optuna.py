@@ -282,8 +282,8 @@ def test_a_running_trial_is_pending_even_before_it_suggested_all_its_parameters(
 def test_threads_share_the_sampler():
     study = optuna.create_study(sampler=FMSampler(seed=0, n_startup_trials=4, optimizer_options=FAST))
     # Optuna reseeds the sampler in each thread (reseed_rng), so this study is not reproducible: 16 trials, where with
-    # 12 one study in ~200 ended above 0.6 (its four startup trials had no "b" and the model kept k at 10); 0 in 300
-    # with 16 (max 0.50)
+    # 12 one study in ~200 ended above 0.6 (its four startup trials had no "b" and the model kept k at 10); 0 in 450
+    # with 16 (max 0.50 over the first 300)
     study.optimize(_mixed_objective, n_trials=16, n_jobs=2)
     trials = study.trials
     assert len(trials) == 16 and all(t.state == TrialState.COMPLETE for t in trials)
