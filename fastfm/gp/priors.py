@@ -10,17 +10,19 @@ import math
 import numpy as np
 
 __all__ = ["GaussianLogPrior", "PooledGaussianLogPrior", "DEFAULT_LOG_PRIORS", "default_hyperparameter_prior",
-           "restart_distribution", "DIMENSION_SCALED_NAMES", "SMOOTHING_POOL_STD",
-           "dimension_scaled_hyperparameter_prior"]
+           "restart_distribution", "LENGTHSCALE_NAMES", "LENGTHSCALE_TAIL", "LENGTHSCALE_TAIL_MIN_DIMS",
+           "DIMENSION_SCALED_NAMES", "SMOOTHING_POOL_STD", "dimension_scaled_hyperparameter_prior"]
 
 
 class GaussianLogPrior:
-    """An independent Gaussian prior on log hyperparameters, for ``theta_prior``.
+    """An independent Gaussian prior on log hyperparameters, for ``theta_prior``, with an optional left tail.
 
-    log p(θ) = −½ Σ_j ((θ_j − mean_j)/std_j)² + const, over the regressor's full
-    vector ``[kernel.theta, log noise]``.  A weak prior (std of a few units of
-    log) keeps lengthscales and the noise away from the degenerate corners of
-    the bounds when BO has only a handful of points.
+    log p(θ) = −½ Σ_j ((θ_j − mean_j)/std_j)² − tail_scale · Σ_{j ∈ tail_indices} exp(−2 θ_j) + const, over the
+    regressor's full vector ``[kernel.theta, log noise]``.  A weak prior (std of a few units of log) keeps
+    lengthscales and the noise away from the degenerate corners of the bounds when BO has only a handful of
+    points.  The tail, −tail_scale/ℓ² on a lengthscale ℓ = exp(θ_j) (the short side of Optuna's GPSampler prior,
+    −0.1 (ℓ² + 1/ℓ²)), costs little above ℓ ≈ 0.5 and grows fast below it, where the log-normal part hardly
+    bites (see ``LENGTHSCALE_TAIL``).
 
     Parameters
     ----------
@@ -28,11 +30,20 @@ class GaussianLogPrior:
         Prior means of the log hyperparameters.
     std : float or array of shape (n_theta + 1,)
         Prior standard deviations (> 0), in log units.
+    tail_indices : sequence of int, optional
+        Indices into ``[kernel.theta, log noise]`` of the log lengthscales that get the left tail.
+    tail_scale : float, default 0
+        Its weight c ≥ 0 in −c/ℓ².
     """
 
-    def __init__(self, mean, std):
+    def __init__(self, mean, std, tail_indices=(), tail_scale=0.0):
         self.mean = mean
         self.std = std
+        self.tail_indices = np.asarray(tail_indices, dtype=int).reshape(-1)
+        tail_scale = float(tail_scale)
+        if not (math.isfinite(tail_scale) and tail_scale >= 0):
+            raise ValueError(f"tail_scale must be a finite number >= 0, got tail_scale={tail_scale!r}")
+        self.tail_scale = tail_scale
 
     def __call__(self, theta):
         """(log p(θ) up to a constant, ∂ log p/∂θ of shape (n,))."""
@@ -42,17 +53,25 @@ class GaussianLogPrior:
         if np.any(~(std > 0)):
             raise ValueError(f"GaussianLogPrior std must be positive, got std={self.std!r}")
         r = (theta - mean) / std
-        return -0.5 * float(r @ r), -r / std
+        log_p, gradient = -0.5 * float(r @ r), -r / std
+        if self.tail_scale > 0 and self.tail_indices.size:
+            tail = self.tail_scale * np.exp(-2.0 * theta[self.tail_indices])     # c/ℓ²
+            log_p -= float(tail.sum())
+            gradient[self.tail_indices] += 2.0 * tail
+        return log_p, gradient
 
     def sample(self, rng, n, bounds):
-        """``n`` draws from the prior, clipped to ``bounds`` (shape (n_theta + 1, 2)): restart points."""
+        """``n`` draws from the Gaussian part of the prior, clipped to ``bounds`` (shape (n_theta + 1, 2)): restart
+        points."""
         bounds = np.asarray(bounds, dtype=float)
         mean = np.broadcast_to(np.asarray(self.mean, dtype=float), (len(bounds),))
         std = np.broadcast_to(np.asarray(self.std, dtype=float), (len(bounds),))
         return np.clip(mean + std * rng.standard_normal((n, len(bounds))), bounds[:, 0], bounds[:, 1])
 
     def __repr__(self):
-        return f"GaussianLogPrior(mean={self.mean!r}, std={self.std!r})"
+        tail = (f", tail_indices={self.tail_indices.tolist()!r}, tail_scale={self.tail_scale!r}"
+                if self.tail_scale > 0 and self.tail_indices.size else "")
+        return f"GaussianLogPrior(mean={self.mean!r}, std={self.std!r}{tail})"
 
 
 class PooledGaussianLogPrior(GaussianLogPrior):
@@ -72,10 +91,11 @@ class PooledGaussianLogPrior(GaussianLogPrior):
         Indices into ``[kernel.theta, log noise]`` of the pooled hyperparameters.
     pool_std : float
         The spread allowed around the group's mean, in log units (> 0).
+    tail_indices, tail_scale : as :class:`GaussianLogPrior`
     """
 
-    def __init__(self, mean, std, group, pool_std):
-        super().__init__(mean, std)
+    def __init__(self, mean, std, group, pool_std, tail_indices=(), tail_scale=0.0):
+        super().__init__(mean, std, tail_indices, tail_scale)
         self.group = np.asarray(group, dtype=int).reshape(-1)
         pool_std = float(pool_std)
         if not (math.isfinite(pool_std) and pool_std > 0):
@@ -94,7 +114,8 @@ class PooledGaussianLogPrior(GaussianLogPrior):
 
     def __repr__(self):
         return (f"PooledGaussianLogPrior(mean={self.mean!r}, std={self.std!r}, group={self.group.tolist()!r}, "
-                f"pool_std={self.pool_std!r})")
+                f"pool_std={self.pool_std!r}, tail_indices={self.tail_indices.tolist()!r}, "
+                f"tail_scale={self.tail_scale!r})")
 
 
 # Weak Gaussian priors on the log hyperparameters used by default in BO (MAP-II fitting).
@@ -127,13 +148,34 @@ DEFAULT_LOG_PRIORS = {
 }
 
 
-def default_hyperparameter_prior(kernel, overrides=None):
+# The continuous lengthscales (the product kernels' and AdditiveFM's one-variable terms', and a Set kernel's inner
+# one): what the left tail of LENGTHSCALE_TAIL and the dimension-scaled shift apply to.
+LENGTHSCALE_NAMES = ("lengthscale", "additive_lengthscale")
+# The weight c of the left tail −c/ℓ² that the default prior adds on the continuous lengthscales (GaussianLogPrior's
+# tail_scale) of a kernel with LENGTHSCALE_TAIL_MIN_DIMS or more of them: GPSampler's −0.1/ℓ² (optuna/_gp/prior.py).
+# Why: the log-normal part costs at most ~1 nat at ℓ = 0.12-0.17 of the box, where the fits of Levy's function on
+# 8 integers sat after 60 evaluations; a few steps from the data such a posterior is back at its prior, and the
+# corners of the box, farthest from every point, then carry the largest expected improvement (26 % of the proposals
+# of seeds 0-4 there; 17 % with the tail; the boundary over-exploration of Siivola et al. 2018, which grows with
+# the dimension: 2^D corners).  Paired at 60 evaluations: Levy8I 9.63 -> 5.90 (30 seeds, better on 23), Levy on 6
+# reals 3.42 -> 1.01, Mixed10C20N 9.45 -> 8.90; level on Ackley on 6 reals, XGBoost and the conditional problems;
+# Hartmann6 -3.239 -> -3.222; at 30 evaluations most lose a little (within 1.8 s.e.).  From 4 dimensions only: on
+# every kernel it broke Func3C's threshold at 200 (one seed of 10 stopped at -0.368), and with one or two continuous
+# variables there are few corners to over-explore (docs/benchmarks/bo-efficiency.md, "A left tail on the
+# lengthscale prior").
+LENGTHSCALE_TAIL = 0.1
+LENGTHSCALE_TAIL_MIN_DIMS = 4
+
+
+def default_hyperparameter_prior(kernel, overrides=None, lengthscale_tail=LENGTHSCALE_TAIL):
     """A ``GaussianLogPrior`` over ``[kernel.theta, log noise]`` from ``DEFAULT_LOG_PRIORS``.
 
     Hyperparameters are matched by name (composite kernels' ``k1__`` prefixes are
     ignored); an unknown name gets a prior centred in its log bounds with a quarter
     of their width as std.  ``overrides`` maps names to (mean, std) pairs that
-    replace the defaults.
+    replace the defaults.  A kernel of ``LENGTHSCALE_TAIL_MIN_DIMS`` or more continuous
+    dimensions gets the left tail −``lengthscale_tail``/ℓ² on its continuous lengthscales
+    (``LENGTHSCALE_NAMES``; 0: none).
     """
     table = {**DEFAULT_LOG_PRIORS, **(overrides or {})}
     mean, std = [], []
@@ -147,7 +189,10 @@ def default_hyperparameter_prior(kernel, overrides=None):
             mean += list(log_bounds.mean(axis=1))
             std += list((log_bounds[:, 1] - log_bounds[:, 0]) / 4.0)
     m, s = table["noise"]
-    return GaussianLogPrior(np.array(mean + [m]), np.array(std + [s]))
+    tail_indices = []
+    if _n_continuous_dimensions(kernel) >= LENGTHSCALE_TAIL_MIN_DIMS:
+        tail_indices = sorted(i for name in LENGTHSCALE_NAMES for i in _theta_indices(kernel, name))
+    return GaussianLogPrior(np.array(mean + [m]), np.array(std + [s]), tail_indices, lengthscale_tail)
 
 
 # The hyperparameters whose prior means dimension_scaled_hyperparameter_prior moves by +log(D)/2: the continuous
@@ -156,7 +201,7 @@ def default_hyperparameter_prior(kernel, overrides=None):
 # the factor constant, β → 0 a δ on the states; SPEC §2, ModLap f = 1/(1 + βλ + s)).  The β shift is off by
 # default: on LABS (50 binary variables, 5 seeds at 100 evaluations) it took the best value from 123.0 ± 4.4 to
 # 135.8 ± 7.4, worse on every seed (docs/benchmarks/bo-efficiency.md, "Many variables").
-DIMENSION_SCALED_NAMES = ("lengthscale", "additive_lengthscale")
+DIMENSION_SCALED_NAMES = LENGTHSCALE_NAMES
 # The spread, in log units, that dimension_scaled_hyperparameter_prior allows the FM smoothings log β_p around
 # their common mean (PooledGaussianLogPrior).  Why pool: with 24-60 discrete variables and 30-100 points the
 # independent β over-fit (on MaxSATWeighted, after 70 evaluations, the model ranked points near the incumbent at
@@ -170,7 +215,7 @@ DIMENSION_SCALED_SMOOTHING_NAMES = ("beta", "additive_beta")
 
 
 def dimension_scaled_hyperparameter_prior(kernel, n_dims, smoothing=False, overrides=None,
-                                         smoothing_pool_std=SMOOTHING_POOL_STD):
+                                         smoothing_pool_std=SMOOTHING_POOL_STD, lengthscale_tail=LENGTHSCALE_TAIL):
     """``default_hyperparameter_prior`` with the lengthscale prior means raised by log(D)/2 (D = ``n_dims``).
 
     Hvarfner, Hellsten and Nardi (2024, "Vanilla Bayesian optimization performs great in high dimensions",
@@ -198,6 +243,8 @@ def dimension_scaled_hyperparameter_prior(kernel, n_dims, smoothing=False, overr
     smoothing_pool_std : float or None, default SMOOTHING_POOL_STD
         Pool the FM kernel's per-variable smoothings log β_p towards their mean with this spread
         (``PooledGaussianLogPrior``); None leaves them independent.
+    lengthscale_tail : float, default LENGTHSCALE_TAIL
+        As in ``default_hyperparameter_prior``.
 
     Returns
     -------
@@ -209,19 +256,31 @@ def dimension_scaled_hyperparameter_prior(kernel, n_dims, smoothing=False, overr
     names = DIMENSION_SCALED_NAMES + (DIMENSION_SCALED_SMOOTHING_NAMES if smoothing else ())
     table = {**DEFAULT_LOG_PRIORS, **(overrides or {})}
     shifted = {name: (table[name][0] + shift, table[name][1]) for name in names}
-    prior = default_hyperparameter_prior(kernel, overrides={**(overrides or {}), **shifted})
+    prior = default_hyperparameter_prior(kernel, overrides={**(overrides or {}), **shifted},
+                                         lengthscale_tail=lengthscale_tail)
     if smoothing_pool_std is None:
         return prior
     group = _theta_indices(kernel, "beta")
     if len(group) < 2:
         return prior
-    return PooledGaussianLogPrior(prior.mean, prior.std, group, smoothing_pool_std)
+    return PooledGaussianLogPrior(prior.mean, prior.std, group, smoothing_pool_std, prior.tail_indices,
+                                  prior.tail_scale)
 
 
 def _free_hyperparameters(kernel):
     """(name without composite kernels' ``k1__`` prefixes, hyperparameter) of the free hyperparameters, in
     ``kernel.theta``'s order: how a prior matches its entries to names."""
     return [(h.name.split("__")[-1], h) for h in kernel.hyperparameters if not h.fixed]
+
+
+def _n_continuous_dimensions(kernel):
+    """How many continuous lengthscales the kernel has per term: its product part's ("lengthscale"), else those of
+    AdditiveFM's terms ("additive_lengthscale", one set per term, one "additive_variance" each)."""
+    product = len(_theta_indices(kernel, "lengthscale"))
+    if product:
+        return product
+    n_terms = max(1, len(_theta_indices(kernel, "additive_variance")))
+    return len(_theta_indices(kernel, "additive_lengthscale")) // n_terms
 
 
 def _theta_indices(kernel, name):
@@ -251,4 +310,4 @@ def restart_distribution(kernel):
     defaults of :data:`DEFAULT_LOG_PRIORS` with the graph smoothing β started
     strong (see ``_RESTART_OVERRIDES``).
     """
-    return default_hyperparameter_prior(kernel, overrides=_RESTART_OVERRIDES)
+    return default_hyperparameter_prior(kernel, overrides=_RESTART_OVERRIDES, lengthscale_tail=0.0)

@@ -1,12 +1,14 @@
 """The pooled prior on the FM smoothings (``PooledGaussianLogPrior``), which the dimension-scaled prior (what
-``hyperparameter_prior="auto"`` takes from 20 encoded columns on) applies to the per-variable log β."""
+``hyperparameter_prior="auto"`` takes from 20 encoded columns on) applies to the per-variable log β, and the
+left tail −c/ℓ² that the default priors put on the continuous lengthscales."""
 import numpy as np
 import pytest
 
 import fastfm as ff
 from fastfm.gp import GaussianProcessRegressor
-from fastfm.gp.priors import (DEFAULT_LOG_PRIORS, SMOOTHING_POOL_STD, GaussianLogPrior, PooledGaussianLogPrior,
-                              dimension_scaled_hyperparameter_prior)
+from fastfm.gp.priors import (DEFAULT_LOG_PRIORS, LENGTHSCALE_TAIL, LENGTHSCALE_TAIL_MIN_DIMS, SMOOTHING_POOL_STD,
+                              GaussianLogPrior, PooledGaussianLogPrior, default_hyperparameter_prior,
+                              dimension_scaled_hyperparameter_prior, restart_distribution)
 
 
 def _binary_space(n):
@@ -88,3 +90,89 @@ def test_pooling_narrows_the_fitted_smoothings_without_fixing_their_level():
         spreads[label], levels[label] = float(np.std(log_beta)), float(np.mean(log_beta))
     assert spreads["pooled"] < 0.8 * spreads["independent"]
     assert abs(levels["pooled"] - DEFAULT_LOG_PRIORS["beta"][0]) > 0.1      # the β prior's centre (unshifted)
+
+
+# ------------------------------------------------------------------ the left tail on the continuous lengthscales
+def test_the_tail_subtracts_c_over_lengthscale_squared_and_its_gradient_matches_finite_differences():
+    rng = np.random.default_rng(4)
+    mean, std = rng.normal(size=6), rng.uniform(0.5, 2.0, size=6)
+    tailed = GaussianLogPrior(mean, std, tail_indices=[0, 3], tail_scale=0.1)
+    plain = GaussianLogPrior(mean, std)
+    theta = rng.normal(size=6)
+    value, gradient = tailed(theta)
+    assert value == pytest.approx(plain(theta)[0] - 0.1 * (np.exp(-2 * theta[0]) + np.exp(-2 * theta[3])), rel=1e-13)
+    step = 1e-6
+    numeric = np.array([(tailed(theta + step * e)[0] - tailed(theta - step * e)[0]) / (2 * step)
+                        for e in np.eye(len(theta))])
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-7, atol=1e-8)
+    # only the tail's entries change, and only on the short side: at ℓ = 0.1 it costs 10 nats, at ℓ = 2 0.025
+    np.testing.assert_array_equal(np.delete(gradient, [0, 3]), np.delete(plain(theta)[1], [0, 3]))
+    short, long = theta.copy(), theta.copy()
+    short[0], long[0] = np.log(0.1), np.log(2.0)
+    assert plain(short)[0] - tailed(short)[0] > 10.0 - 0.1 * np.exp(-2 * theta[3]) - 1e-9
+    assert plain(long)[0] - tailed(long)[0] < 0.03 + 0.1 * np.exp(-2 * theta[3])
+    # restarts are drawn from the Gaussian part alone
+    bounds = np.tile([-10.0, 10.0], (6, 1))
+    np.testing.assert_array_equal(tailed.sample(np.random.default_rng(1), 5, bounds),
+                                  plain.sample(np.random.default_rng(1), 5, bounds))
+
+
+@pytest.mark.parametrize("tail_scale", [-0.1, float("nan"), float("inf")])
+def test_a_tail_scale_that_is_not_finite_and_non_negative_is_refused(tail_scale):
+    with pytest.raises(ValueError, match="tail_scale"):
+        GaussianLogPrior(0.0, 1.0, tail_indices=[0], tail_scale=tail_scale)
+
+
+def _mixed_kernel(n_reals):
+    space = ff.Space([ff.Real(f"x{i}", 0.0, 1.0) for i in range(n_reals)]
+                     + [ff.Categorical(f"c{i}", list("abc")) for i in range(3)])
+    return ff.kernels.ModLap(space, unit_diagonal=True)
+
+
+def _names(kernel):
+    return [h.name for h in kernel.hyperparameters if not h.fixed for _ in range(h.n_elements)] + ["noise"]
+
+
+def test_default_and_dimension_scaled_priors_put_the_tail_on_exactly_the_continuous_lengthscales():
+    kernel = _mixed_kernel(LENGTHSCALE_TAIL_MIN_DIMS)
+    for prior in (default_hyperparameter_prior(kernel), dimension_scaled_hyperparameter_prior(kernel, 30)):
+        assert [_names(kernel)[i] for i in prior.tail_indices] == ["lengthscale"] * LENGTHSCALE_TAIL_MIN_DIMS
+        assert prior.tail_scale == LENGTHSCALE_TAIL > 0
+    assert isinstance(dimension_scaled_hyperparameter_prior(kernel, 30), PooledGaussianLogPrior)
+    theta = np.append(kernel.theta, np.log(1e-3))
+    assert default_hyperparameter_prior(kernel, lengthscale_tail=0.0)(theta)[0] > default_hyperparameter_prior(
+        kernel)(theta)[0]
+    # AdditiveFM: its product's lengthscales and its one-variable terms' (one set per term)
+    additive = ff.kernels.AdditiveFM(_mixed_kernel(LENGTHSCALE_TAIL_MIN_DIMS).space)
+    tailed = [_names(additive)[i] for i in default_hyperparameter_prior(additive).tail_indices]
+    assert tailed.count("lengthscale") == LENGTHSCALE_TAIL_MIN_DIMS
+    assert tailed.count("additive_lengthscale") == _names(additive).count("additive_lengthscale") > 0
+    # the restart distribution draws only: no tail to carry
+    assert restart_distribution(kernel).tail_scale == 0.0
+
+
+def test_below_the_minimum_number_of_continuous_dimensions_the_prior_has_no_tail():
+    """The paper's problems (one or two continuous variables) keep the plain log-normal prior."""
+    for kernel in (_mixed_kernel(1), _mixed_kernel(LENGTHSCALE_TAIL_MIN_DIMS - 1),
+                   ff.kernels.AdditiveFM(_mixed_kernel(2).space)):
+        prior = default_hyperparameter_prior(kernel)
+        assert prior.tail_indices.size == 0
+        theta = np.append(kernel.theta, np.log(1e-3)) - 2.0
+        np.testing.assert_array_equal(prior(theta)[1], GaussianLogPrior(prior.mean, prior.std)(theta)[1])
+
+
+def test_the_tail_keeps_a_fit_of_few_noisy_points_off_the_shortest_lengthscales():
+    """Fifteen points of noise in four continuous dimensions: the marginal likelihood alone explains them with
+    lengthscales far below the box; with the tail the fitted lengthscales are longer (the tail's purpose)."""
+    rng = np.random.default_rng(0)
+    space = ff.Space([ff.Real(f"x{i}", 0.0, 1.0) for i in range(LENGTHSCALE_TAIL_MIN_DIMS)])
+    X = rng.uniform(size=(15, LENGTHSCALE_TAIL_MIN_DIMS))
+    y = rng.standard_normal(15)
+    fitted = {}
+    for tail in (0.0, LENGTHSCALE_TAIL):
+        prior = default_hyperparameter_prior(ff.kernels.Matern52(space), lengthscale_tail=tail)
+        gp = GaussianProcessRegressor(ff.kernels.Matern52(space), theta_prior=prior, n_restarts=5, random_state=0)
+        gp.fit(X, y)
+        fitted[tail] = np.asarray(gp.kernel_.lengthscale, dtype=float)
+    assert fitted[0.0].min() < 0.3
+    assert fitted[LENGTHSCALE_TAIL].min() > 1.2 * fitted[0.0].min()

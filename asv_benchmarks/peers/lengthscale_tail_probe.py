@@ -1,0 +1,120 @@
+"""The left tail −c/ℓ² on the continuous lengthscales' prior (issue 24 §1): the optimizer's default against the same
+prior without the tail, paired on the same seeds, on fastfm's problems and on standard ones outside its suite
+(y_transform_probe's Hartmann6, Levy8I and Branin3C, and Levy and Ackley on six continuous variables here).
+
+    PYTHONPATH=. python asv_benchmarks/peers/lengthscale_tail_probe.py run --problems Levy8I Levy6R Ackley6R \\
+        Hartmann6 Func3C --seeds 0:30 --budget 60 --jobs 2 --out tail.jsonl
+    PYTHONPATH=. python asv_benchmarks/peers/lengthscale_tail_probe.py summary tail.jsonl
+
+"default" is ``Optimizer(space, seed=seed)``; "no_tail" the same with the prior that ``hyperparameter_prior="auto"``
+gives but ``tail_scale`` 0 (the default before 2026-12-02, run for run).  On a kernel with fewer than
+``LENGTHSCALE_TAIL_MIN_DIMS`` continuous lengthscales the two are the same run.  Each row: the best value after 30,
+60, 100 and 200 evaluations (those the budget allows) and the mean seconds per suggestion from the 11th on.
+"""
+import argparse
+import json
+import os
+import sys
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+import fastfm as ff
+from fastfm.bo.surrogate import _hyperparameter_prior
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from head_to_head import git_state                          # noqa: E402
+from same_start_probe import _standard_error                # noqa: E402
+from y_transform_probe import OUTSIDE, fastfm_loop, levy, problem_of  # noqa: E402
+
+BUDGETS = (30, 60, 100, 200)
+
+
+def ackley(x):
+    """Ackley's function (minimum 0 at x = 0)."""
+    x = np.asarray(x, dtype=float)
+    return float(-20 * np.exp(-0.2 * np.sqrt(np.mean(x ** 2))) - np.exp(np.mean(np.cos(2 * np.pi * x))) + 20 + np.e)
+
+
+def _reals(function, n, low, high):
+    return (lambda: ff.Space([ff.Real(f"x{i}", low, high) for i in range(n)]),
+            lambda c: function([c[f"x{i}"] for i in range(n)]))
+
+
+OUTSIDE.update({"Levy6R": _reals(levy, 6, -10.0, 10.0), "Ackley6R": _reals(ackley, 6, -5.0, 10.0)})
+
+
+def without_tail(space):
+    """The callable prior of ``hyperparameter_prior="auto"`` on ``space`` with the lengthscale tail off."""
+    auto = _hyperparameter_prior("auto", space)
+
+    def prior(kernel):
+        value = auto(kernel)
+        value.tail_scale = 0.0
+        return value
+    return prior
+
+
+def run_one(variant, name, seed, budget, commit):
+    warnings.simplefilter("ignore")
+    from threadpoolctl import threadpool_limits
+    space, objective = problem_of(name)
+    options = {"hyperparameter_prior": without_tail(space)} if variant == "no_tail" else {}
+    with threadpool_limits(1):
+        values, seconds = fastfm_loop(ff.Optimizer(space, seed=seed, **options), objective, budget)
+    best = np.minimum.accumulate(values)
+    row = {"variant": variant, "problem": name, "seed": seed, "budget": budget, "commit": commit,
+           "seconds_per_suggestion": float(np.mean(seconds[10:]))}
+    row.update({f"best{n}": float(best[n - 1]) for n in BUDGETS if n <= budget})
+    return row
+
+
+def summary(path):
+    by = {}
+    for line in open(path):
+        row = json.loads(line)
+        by.setdefault((row["problem"], row["seed"]), {})[row["variant"]] = row
+    for problem in sorted({p for p, _ in by}):
+        pairs = [v for (p, _), v in by.items() if p == problem and {"default", "no_tail"} <= set(v)]
+        for n in BUDGETS:
+            pairs_n = [v for v in pairs if f"best{n}" in v["default"]]
+            if not pairs_n:
+                continue
+            old = np.array([v["no_tail"][f"best{n}"] for v in pairs_n])
+            new = np.array([v["default"][f"best{n}"] for v in pairs_n])
+            d = new - old
+            print(f"{problem} @{n} ({len(d)} seeds): no_tail {old.mean():.4g} ± {_standard_error(old):.2g}, "
+                  f"default {new.mean():.4g} ± {_standard_error(new):.2g}; paired {d.mean():+.4g} ± "
+                  f"{_standard_error(d):.2g} (better {int(np.sum(d < 0))}, worse {int(np.sum(d > 0))})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run")
+    run.add_argument("--problems", nargs="+", required=True)
+    run.add_argument("--variants", nargs="+", default=["default", "no_tail"], choices=["default", "no_tail"])
+    run.add_argument("--seeds", default="0:30", help="first:last (exclusive)")
+    run.add_argument("--budget", type=int, default=60)
+    run.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (one thread each)")
+    run.add_argument("--out", required=True)
+    summarise = sub.add_parser("summary")
+    summarise.add_argument("path")
+    args = parser.parse_args()
+    if args.command == "summary":
+        summary(args.path)
+        return
+    first, last = (int(v) for v in args.seeds.split(":"))
+    commit = git_state()["commit"]
+    jobs = [(variant, name, seed, args.budget, commit) for name in args.problems for seed in range(first, last)
+            for variant in args.variants]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for row in pool.map(run_one, *zip(*jobs)):
+            with open(args.out, "a") as out:
+                out.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
