@@ -158,11 +158,11 @@ LENGTHSCALE_NAMES = ("lengthscale", "additive_lengthscale")
 # corners of the box, farthest from every point, then carry the largest expected improvement (26 % of the proposals
 # of seeds 0-4 there; 17 % with the tail; the boundary over-exploration of Siivola et al. 2018, which grows with
 # the dimension: 2^D corners).  Paired at 60 evaluations: Levy8I 9.63 -> 5.90 (30 seeds, better on 23), Levy on 6
-# reals 3.42 -> 1.01, Mixed10C20N 9.45 -> 8.90; level on Ackley on 6 reals, XGBoost and the conditional problems;
-# Hartmann6 -3.239 -> -3.222; at 30 evaluations most lose a little (within 1.8 s.e.).  From 4 dimensions only: on
-# every kernel it broke Func3C's threshold at 200 (one seed of 10 stopped at -0.368), and with one or two continuous
-# variables there are few corners to over-explore (docs/benchmarks/bo-efficiency.md, "A left tail on the
-# lengthscale prior").
+# reals 3.42 -> 1.01 (at 100: Levy8I 5.58 -> 0.74, 10 seeds); level on Ackley on 6 reals, Mixed10C20N, XGBoost
+# and the conditional problems; Hartmann6 -3.239 -> -3.222 (level at 100); at 30 evaluations most lose a little
+# (within 1.8 s.e.; Mixed10C20N gains).  From 4 dimensions only: on every kernel it broke Func3C's threshold at
+# 200 (one seed of 10 stopped at -0.368), and with one or two continuous variables there are few corners to
+# over-explore (docs/benchmarks/bo-efficiency.md, "A left tail on the lengthscale prior").
 LENGTHSCALE_TAIL = 0.1
 LENGTHSCALE_TAIL_MIN_DIMS = 4
 
