@@ -11,7 +11,6 @@ gives but ``tail_scale`` 0 (the default before 2026-12-02, run for run).  On a k
 ``LENGTHSCALE_TAIL_MIN_DIMS`` continuous lengthscales the two are the same run.  Each row: the best value after 30,
 60, 100 and 200 evaluations (those the budget allows) and the mean seconds per suggestion from the 11th on.
 """
-import argparse
 import json
 import os
 import sys
@@ -26,7 +25,7 @@ from fastfm.bo.surrogate import _hyperparameter_prior
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from head_to_head import git_state                          # noqa: E402
 from same_start_probe import _standard_error                # noqa: E402
-from y_transform_probe import OUTSIDE, fastfm_loop, levy, problem_of  # noqa: E402
+from y_transform_probe import OUTSIDE, fastfm_loop, levy, probe_parser, problem_of  # noqa: E402
 
 BUDGETS = (30, 60, 100, 200)
 
@@ -90,17 +89,9 @@ def summary(path):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run")
-    run.add_argument("--problems", nargs="+", required=True)
+    parser, _, run = probe_parser(__doc__, "0:30")
     run.add_argument("--variants", nargs="+", default=["default", "no_tail"], choices=["default", "no_tail"])
-    run.add_argument("--seeds", default="0:30", help="first:last (exclusive)")
-    run.add_argument("--budget", type=int, default=60)
     run.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (one thread each)")
-    run.add_argument("--out", required=True)
-    summarise = sub.add_parser("summary")
-    summarise.add_argument("path")
     args = parser.parse_args()
     if args.command == "summary":
         summary(args.path)

@@ -26,7 +26,6 @@ as many uniformly random ones (``Space.sample``), each over many seeds:
 
 A problem is a name of the y-transform probe's (Hartmann6, Levy8I, Branin3C) or of ``fastfm.benchmarks``.
 """
-import argparse
 import json
 import os
 import sys
@@ -40,7 +39,7 @@ import fastfm as ff
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
 from head_to_head import git_state                    # noqa: E402
-from y_transform_probe import fastfm_loop, optuna_loop, problem_of  # noqa: E402
+from y_transform_probe import fastfm_loop, optuna_loop, probe_parser, problem_of  # noqa: E402
 
 BUDGETS = (10, 30, 60, 100, 200)
 
@@ -125,17 +124,9 @@ def compare_designs(name, seeds, n_init):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run")
-    run.add_argument("--problems", nargs="+", required=True)
-    run.add_argument("--seeds", default="0:20", help="first:last (exclusive)")
-    run.add_argument("--budget", type=int, default=60)
+    parser, sub, run = probe_parser(__doc__, "0:20")
     run.add_argument("--n-init", type=int, default=10)
     run.add_argument("--jobs", type=int, default=1, help="runs in parallel processes (one thread each)")
-    run.add_argument("--out", required=True)
-    summarise = sub.add_parser("summary")
-    summarise.add_argument("path")
     designs = sub.add_parser("designs")
     designs.add_argument("--problems", nargs="+", required=True)
     designs.add_argument("--seeds", default="0:400", help="first:last (exclusive)")

@@ -153,17 +153,23 @@ def summary(path):
                 print(f"{problem} @{n}: " + "; ".join(cells))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def probe_parser(doc, default_seeds):
+    """The command line the probes share: (parser, its subcommands, ``run``), ``run`` taking --problems, --seeds,
+    --budget and --out, and ``summary PATH``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run")
     run.add_argument("--problems", nargs="+", required=True)
-    run.add_argument("--methods", nargs="+", default=["choose", "log_only"])
-    run.add_argument("--seeds", default="0:10", help="first:last (exclusive)")
+    run.add_argument("--seeds", default=default_seeds, help="first:last (exclusive)")
     run.add_argument("--budget", type=int, default=60)
     run.add_argument("--out", required=True)
-    summarise = sub.add_parser("summary")
-    summarise.add_argument("path")
+    sub.add_parser("summary").add_argument("path")
+    return parser, sub, run
+
+
+def main():
+    parser, _, run = probe_parser(__doc__, "0:10")
+    run.add_argument("--methods", nargs="+", default=["choose", "log_only"])
     args = parser.parse_args()
     if args.command == "summary":
         summary(args.path)
