@@ -259,10 +259,12 @@ class Optimizer(_Surrogate, _TrialRecords):
         ``fastfm.bo.surrogate.Y_TRANSFORM_CANDIDATES``, ``Y_TRANSFORM_CHOICE_BELOW``), and "shift" from 100 told
         values on; True is log(y) (y > 0); False models y as is.
     hyperparameter_prior : "auto", "default", "dimension_scaled", None or callable
-        "default": weak Gaussian priors on the log hyperparameters and a left tail −0.1/ℓ² on every continuous
-        lengthscale ℓ (``default_hyperparameter_prior``, ``LENGTHSCALE_TAIL``); "dimension_scaled": their lengthscale means raised by log(D)/2, D = ``space.n_dims`` (Hvarfner
-        et al. 2024), and the FM kernel's per-variable smoothings log β pooled towards their common mean
-        (``dimension_scaled_hyperparameter_prior``, ``PooledGaussianLogPrior``); "auto" (the default):
+        "default": weak Gaussian priors on the log hyperparameters and, on a kernel of four or more continuous
+        dimensions, a left tail −0.1/ℓ² on its continuous lengthscales ℓ (``default_hyperparameter_prior``,
+        ``LENGTHSCALE_TAIL``, ``LENGTHSCALE_TAIL_MIN_DIMS``); "dimension_scaled": their lengthscale means raised
+        by log(D)/2, D = ``space.n_dims`` (Hvarfner et al. 2024), and the FM kernel's per-variable smoothings
+        log β pooled towards their common mean (``dimension_scaled_hyperparameter_prior``,
+        ``PooledGaussianLogPrior``); "auto" (the default):
         "dimension_scaled" from DIMENSION_SCALED_MIN_DIMS columns on (no Set), else "default"; None: plain
         marginal likelihood; a callable ``kernel -> prior`` (see ``GaussianLogPrior``; the priors without the tail:
         ``functools.partial(default_hyperparameter_prior, lengthscale_tail=0)``).

@@ -190,7 +190,8 @@ def default_hyperparameter_prior(kernel, overrides=None, lengthscale_tail=LENGTH
             std += list((log_bounds[:, 1] - log_bounds[:, 0]) / 4.0)
     m, s = table["noise"]
     tail_indices = []
-    if _n_continuous_dimensions(kernel) >= LENGTHSCALE_TAIL_MIN_DIMS:
+    # a continuous dimension is one product lengthscale (AdditiveFM has them too, beside its terms' copies)
+    if len(_theta_indices(kernel, "lengthscale")) >= LENGTHSCALE_TAIL_MIN_DIMS:
         tail_indices = sorted(i for name in LENGTHSCALE_NAMES for i in _theta_indices(kernel, name))
     return GaussianLogPrior(np.array(mean + [m]), np.array(std + [s]), tail_indices, lengthscale_tail)
 
@@ -271,16 +272,6 @@ def _free_hyperparameters(kernel):
     """(name without composite kernels' ``k1__`` prefixes, hyperparameter) of the free hyperparameters, in
     ``kernel.theta``'s order: how a prior matches its entries to names."""
     return [(h.name.split("__")[-1], h) for h in kernel.hyperparameters if not h.fixed]
-
-
-def _n_continuous_dimensions(kernel):
-    """How many continuous lengthscales the kernel has per term: its product part's ("lengthscale"), else those of
-    AdditiveFM's terms ("additive_lengthscale", one set per term, one "additive_variance" each)."""
-    product = len(_theta_indices(kernel, "lengthscale"))
-    if product:
-        return product
-    n_terms = max(1, len(_theta_indices(kernel, "additive_variance")))
-    return len(_theta_indices(kernel, "additive_lengthscale")) // n_terms
 
 
 def _theta_indices(kernel, name):
