@@ -1,6 +1,6 @@
 """The left tail −c/ℓ² on the continuous lengthscales' prior (issue 24 §1): the optimizer's default against the same
 prior without the tail, paired on the same seeds, on fastfm's problems and on standard ones outside its suite
-(y_transform_probe's Hartmann6, Levy8I and Branin3C, and Levy and Ackley on six continuous variables here).
+(y_transform_probe's OUTSIDE: Hartmann6, Levy8I, Branin3C, Levy and Ackley on six continuous variables, ...).
 
     PYTHONPATH=. python asv_benchmarks/peers/lengthscale_tail_probe.py run --problems Levy8I Levy6R Ackley6R \\
         Hartmann6 Func3C --seeds 0:30 --budget 60 --jobs 2 --out tail.jsonl
@@ -25,23 +25,9 @@ from fastfm.bo.surrogate import _hyperparameter_prior
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from head_to_head import git_state                          # noqa: E402
 from same_start_probe import _standard_error                # noqa: E402
-from y_transform_probe import OUTSIDE, fastfm_loop, levy, probe_parser, problem_of  # noqa: E402
+from y_transform_probe import fastfm_loop, probe_parser, problem_of  # noqa: E402
 
 BUDGETS = (30, 60, 100, 200)
-
-
-def ackley(x):
-    """Ackley's function (minimum 0 at x = 0)."""
-    x = np.asarray(x, dtype=float)
-    return float(-20 * np.exp(-0.2 * np.sqrt(np.mean(x ** 2))) - np.exp(np.mean(np.cos(2 * np.pi * x))) + 20 + np.e)
-
-
-def _reals(function, n, low, high):
-    return (lambda: ff.Space([ff.Real(f"x{i}", low, high) for i in range(n)]),
-            lambda c: function([c[f"x{i}"] for i in range(n)]))
-
-
-OUTSIDE.update({"Levy6R": _reals(levy, 6, -10.0, 10.0), "Ackley6R": _reals(ackley, 6, -5.0, 10.0)})
 
 
 def without_tail(space):

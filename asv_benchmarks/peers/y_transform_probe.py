@@ -1,8 +1,8 @@
 """The transform of y in the optimizer (issue 24 §1): log_transform_y="auto" choosing, at each full fit, between the
 log of y above its minimum and y as it is (the default), against the log alone (the default before), paired on the
-same seeds, on fastfm's benchmark problems and on three standard problems outside its suite (Hartmann6 on six
-continuous variables, Levy on eight integers of 21 values, Branin with three nominal offsets), where Optuna's
-GPSampler and TPE run too.
+same seeds, on fastfm's benchmark problems and on standard problems outside its suite (Hartmann6 on six
+continuous variables, Levy on eight integers of 21 values, Branin with three nominal offsets, and Levy, Ackley,
+Rosenbrock and Styblinski–Tang on 6-10 continuous variables: ``OUTSIDE``), where Optuna's GPSampler and TPE run too.
 
     PYTHONPATH=. python asv_benchmarks/peers/y_transform_probe.py run --problems Hartmann6 Ackley5C \\
         --methods choose log_only gpsampler --seeds 0:20 --budget 60 --out probe.jsonl
@@ -46,6 +46,30 @@ def levy(x):
     return float(np.sin(np.pi * w[0]) ** 2 + body + (w[-1] - 1) ** 2 * (1 + np.sin(2 * np.pi * w[-1]) ** 2))
 
 
+def ackley(x):
+    """Ackley's function (minimum 0 at x = 0)."""
+    x = np.asarray(x, dtype=float)
+    return float(-20 * np.exp(-0.2 * np.sqrt(np.mean(x ** 2))) - np.exp(np.mean(np.cos(2 * np.pi * x))) + 20 + np.e)
+
+
+def rosenbrock(x):
+    """Rosenbrock's valley in D dimensions (minimum 0 at x = 1)."""
+    x = np.asarray(x, dtype=float)
+    return float(np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))
+
+
+def styblinski_tang(x):
+    """The Styblinski–Tang function (minimum −39.16617 D at every x_i = −2.903534)."""
+    x = np.asarray(x, dtype=float)
+    return float(0.5 * np.sum(x ** 4 - 16 * x ** 2 + 5 * x))
+
+
+def _reals(function, n, low, high):
+    """(space, objective) of ``function`` on n Real parameters x0..x{n−1} in [low, high]."""
+    return (lambda: ff.Space([ff.Real(f"x{i}", low, high) for i in range(n)]),
+            lambda c: function([c[f"x{i}"] for i in range(n)]))
+
+
 _BRANIN_OFFSET = {"a": 0.0, "b": 3.0, "c": 6.0, "d": 9.0}
 
 
@@ -64,6 +88,13 @@ OUTSIDE = {
                lambda c: levy([c[f"n{i}"] for i in range(8)])),
     "Branin3C": (lambda: ff.Space([ff.Real("x1", -5.0, 10.0), ff.Real("x2", 0.0, 15.0)]
                                   + [ff.Categorical(f"c{i}", list(_BRANIN_OFFSET)) for i in range(3)]), branin3c),
+    # continuous problems of 6-10 variables (the lengthscale tail's and the GPSampler comparison's; issue 24 §1-2)
+    "Levy6R": _reals(levy, 6, -10.0, 10.0),
+    "Ackley6R": _reals(ackley, 6, -5.0, 10.0),
+    "Levy10R": _reals(levy, 10, -10.0, 10.0),
+    "Ackley10R": _reals(ackley, 10, -5.0, 10.0),
+    "Rosenbrock8R": _reals(rosenbrock, 8, -5.0, 10.0),
+    "StyblinskiTang8R": _reals(styblinski_tang, 8, -5.0, 5.0),
 }
 FASTFM_VARIANTS = {"choose": {}, "log_only": {"gp_options": {"log_transform_y": "auto"}}}
 
