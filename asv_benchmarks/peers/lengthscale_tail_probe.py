@@ -24,7 +24,7 @@ from fastfm.bo.surrogate import _hyperparameter_prior
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from head_to_head import git_state                          # noqa: E402
-from same_start_probe import _standard_error                # noqa: E402
+from same_start_probe import paired_summary                 # noqa: E402
 from y_transform_probe import fastfm_loop, probe_parser, problem_of  # noqa: E402
 
 BUDGETS = (30, 60, 100, 200)
@@ -56,22 +56,7 @@ def run_one(variant, name, seed, budget, commit):
 
 
 def summary(path):
-    by = {}
-    for line in open(path):
-        row = json.loads(line)
-        by.setdefault((row["problem"], row["seed"]), {})[row["variant"]] = row
-    for problem in sorted({p for p, _ in by}):
-        pairs = [v for (p, _), v in by.items() if p == problem and {"default", "no_tail"} <= set(v)]
-        for n in BUDGETS:
-            pairs_n = [v for v in pairs if f"best{n}" in v["default"]]
-            if not pairs_n:
-                continue
-            old = np.array([v["no_tail"][f"best{n}"] for v in pairs_n])
-            new = np.array([v["default"][f"best{n}"] for v in pairs_n])
-            d = new - old
-            print(f"{problem} @{n} ({len(d)} seeds): no_tail {old.mean():.4g} ± {_standard_error(old):.2g}, "
-                  f"default {new.mean():.4g} ± {_standard_error(new):.2g}; paired {d.mean():+.4g} ± "
-                  f"{_standard_error(d):.2g} (better {int(np.sum(d < 0))}, worse {int(np.sum(d > 0))})")
+    paired_summary(path, "variant", "default", "no_tail", BUDGETS)
 
 
 def main():

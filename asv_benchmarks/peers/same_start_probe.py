@@ -24,7 +24,8 @@ as many uniformly random ones (``Space.sample``), each over many seeds:
     PYTHONPATH=. python asv_benchmarks/peers/same_start_probe.py designs --problems MaxSATWeighted Hartmann6 \\
         --seeds 0:400
 
-A problem is a name of the y-transform probe's (Hartmann6, Levy8I, Branin3C) or of ``fastfm.benchmarks``.
+A problem is a name of the y-transform probe's ``OUTSIDE`` (Hartmann6, Levy8I, Branin3C, ...) or of
+``fastfm.benchmarks``.
 """
 import json
 import os
@@ -91,14 +92,16 @@ def _standard_error(values):
     return values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else 0.0
 
 
-def summary(path):
+def paired_summary(path, field, first, second, budgets):
+    """Print, per problem and budget, the mean best ± s.e. of the rows whose ``field`` is ``first`` and of those
+    whose ``field`` is ``second``, and their difference paired by seed (first − second; "better": first lower)."""
     by = {}
     for line in open(path):
         row = json.loads(line)
-        by.setdefault((row["problem"], row["method"]), {})[row["seed"]] = row
+        by.setdefault((row["problem"], row[field]), {})[row["seed"]] = row
     for problem in sorted({p for p, _ in by}):
-        ours, theirs = by.get((problem, "fastfm"), {}), by.get((problem, "gpsampler"), {})
-        for n in BUDGETS[1:]:
+        ours, theirs = by.get((problem, first), {}), by.get((problem, second), {})
+        for n in budgets:
             seeds = sorted(s for s in ours if s in theirs and f"best{n}" in ours[s] and f"best{n}" in theirs[s])
             if not seeds:
                 continue
@@ -106,9 +109,13 @@ def summary(path):
             b = np.array([theirs[s][f"best{n}"] for s in seeds])
             d = a - b
             se_a, se_b, se_d = (_standard_error(v) for v in (a, b, d))
-            print(f"{problem} @{n} ({len(seeds)} seeds): fastfm {a.mean():.4g} ± {se_a:.2g}, GPSampler "
-                  f"{b.mean():.4g} ± {se_b:.2g}; fastfm − GPSampler {d.mean():+.4g} ± {se_d:.2g} "
-                  f"(fastfm better {int(np.sum(d < 0))}, worse {int(np.sum(d > 0))})")
+            print(f"{problem} @{n} ({len(seeds)} seeds): {first} {a.mean():.4g} ± {se_a:.2g}, {second} "
+                  f"{b.mean():.4g} ± {se_b:.2g}; {first} − {second} {d.mean():+.4g} ± {se_d:.2g} "
+                  f"({first} better {int(np.sum(d < 0))}, worse {int(np.sum(d > 0))})")
+
+
+def summary(path):
+    paired_summary(path, "method", "fastfm", "gpsampler", BUDGETS[1:])
 
 
 def compare_designs(name, seeds, n_init):
