@@ -6,7 +6,9 @@ then each library makes one suggestion that is told (its warm-up: both keep thei
 start, as in a loop), and then ``--repeats`` timed suggestions, each told before the next, the two libraries
 alternating so that a change of load hits both.  A suggestion is ``Optimizer.ask()`` for fastfm and
 ``study.ask()`` plus the define-by-run ``suggest_*`` calls for GPSampler (where its relative sampling runs),
-both single-threaded.  Optuna sees the fastfm space as ``head_to_head.py`` maps it.
+both single-threaded (fastfm's own thread pool too: before 2026-12-02 its fit's restarts and scoring batches ran
+on every core, so the tables of docs/benchmarks/suggestion.md before that date favour fastfm).  Optuna sees the
+fastfm space as ``head_to_head.py`` maps it.
 
     PYTHONPATH=. python asv_benchmarks/peers/suggestion_vs_gpsampler.py --problems func3c contamination --n-obs 50 100
 
@@ -65,7 +67,9 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
         study.tell(trial, float(problem(config)))
         return elapsed
 
-    with threadpool_limits(1):
+    # One thread each: threadpool_limits covers BLAS and OpenMP (torch's intra-op threads too); fastfm's own
+    # thread pool (the fit's restarts, the scoring batches) follows its num_threads setting.
+    with threadpool_limits(1), fastfm.config_context(num_threads=1):
         for optimizer in optimizers.values():            # warm-up: each library's first fit on these data
             fastfm_step(optimizer)
         gpsampler_step()

@@ -241,6 +241,31 @@ def test_cpp_cross_gradient_and_diagonal_match_numpy_reference(cpp, nu, shape, r
         assert_close(value, reference, err_msg=f"diagonal with gradient: {name}")
 
 
+@pytest.mark.parametrize("nu", NUS)
+def test_cpp_matches_numpy_reference_across_the_exp_clamp(cpp, nu, rng):
+    """Point pairs on both sides of set.hpp's exp clamp (scaled distances up to ~4,000, where e^{−√5 r} is
+    below e^{−708}) and at r = 0 (the guard of ν = 1/2's slope), mixed within one vectorised run of points:
+    the clamp and the guard are bit selects that the AVX2 loop executes lane by lane."""
+    near, far = rng.random((5, 9, 2)), 1e3 + rng.random((4, 9, 2))
+    A = np.concatenate([near, far])                       # sets 0-4 near the origin, 5-8 ~1,400 away
+    A[6, :4] = A[0, :4]                                   # a mixed set: four points shared with set 0
+    B = np.concatenate([far[:2], near[:3]])
+    ls = np.array([0.5, 0.7])
+    assert_close(cpp.set_gram(A, None, ls, nu), numpy_backend.set_gram(A, None, ls, nu), err_msg="symmetric Gram")
+    K = cpp.set_gram(A, B, ls, nu)
+    assert_close(K, numpy_backend.set_gram(A, B, ls, nu), err_msg="cross Gram")
+    assert np.all(K[:5, :2] < 1e-290) and np.all(K[:5, 2:] > 1e-3)   # far pairs vanish, near ones do not
+    K_with_gradient, dK = cpp.set_cross_gradient(A, B, ls, nu)
+    K_ref, dK_ref = numpy_backend.set_cross_gradient(A, B, ls, nu)
+    assert np.all(np.isfinite(dK))
+    assert_close(K_with_gradient, K_ref, err_msg="cross Gram of the cross gradient")
+    assert_close(dK, dK_ref, err_msg="cross gradient")
+    K_one_pass, dK_one_pass = cpp.set_gram_gradient(A, ls, nu)
+    K_ref, dK_ref = numpy_backend.set_gram_gradient(A, ls, nu)
+    assert_close(K_one_pass, K_ref, err_msg="Gram of the one-pass Gram and gradient")
+    assert_close(dK_one_pass, dK_ref, err_msg="∂K/∂log ℓ of the one-pass Gram and gradient")
+
+
 def test_cpp_cross_gradient_parallel_equals_serial(cpp, rng):
     A, B = rng.random((40, 20, 2)), rng.random((60, 20, 2))     # ≥ PARALLEL_MIN_TERMS: runs on every thread
     ls = np.array([0.3, 0.5])
