@@ -127,7 +127,9 @@ def get_backend(requested="auto"):
 def _gpu_present():
     """A real CUDA GPU and numba, without importing numba (never true under the simulator)."""
     from . import cuda
-    return not cuda.simulator_requested() and cuda.driver_gpu_count() > 0 and cuda.probe()[0]
+    # The cached GPU count first: every kernel call asks, and without a GPU it then skips the environment lookup
+    # of simulator_requested (~3 µs a call, ~3 % of a suggestion on a small set space).
+    return cuda.driver_gpu_count() > 0 and not cuda.simulator_requested() and cuda.probe()[0]
 
 
 _dispatchers = {}
