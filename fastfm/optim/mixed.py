@@ -57,12 +57,15 @@ N_STARTS = 10
 # measurements of issue 24 §4 (asv_benchmarks/sets/acquisition_gap.py) stay
 N_RANDOM_SETS = 10_000
 N_STARTS_SETS = 40
-# ... but on sets of more than SET_POINTS_FOR_FULL_RANDOM points, N_RANDOM random sets: a score costs O(n_obs·m²·d),
-# so at m = 20 the 10,000 random sets were half of a suggestion, and they did not lift the maximum found: on BO states
-# of SetPeriodic and SetDensity at m = 20 (30 evaluations, 3 seeds each, 3 searches per state) 2,048 ended on
-# average 0.24 below the best log-EI of nine searches against 10,000's 0.32, in 55 % of the search time
-# (docs/benchmarks/sets.md, "Sets of 20 points")
-SET_POINTS_FOR_FULL_RANDOM = 10
+# ... scaled down by the cost of a score, O(n_obs·m²·d): N_RANDOM_SETS·(SET_POINTS_FULL_SCREEN)²/Σm² random sets
+# (Σ over the Set parameters), at least N_RANDOM: 10,000 on sets of up to 4 points, 6,400 at 5, 4,444 at 6, 2,048
+# from 9 on.  At m = 20 the 10,000 random sets were half of a suggestion and did not lift the maximum found (BO
+# states of SetPeriodic and SetDensity at 30 evaluations: 2,048 ended on average 0.24 below the best log-EI of nine
+# searches against 10,000's 0.32, in 55 % of the search time; docs/benchmarks/sets.md, "Sets of 20 points"), and on
+# sets of 5-10 points, 30 seeds of 60 evaluations paired with 10,000 random sets measured it level (SetPeriodic,
+# SetDensity, PMedian, SetChamfer at 30 and 60), for 7-32 % less time per suggestion (docs/benchmarks/suggestion.md,
+# "A random screen sized by the cost of a score").  Until then the rule was 10,000 up to 10 points, 2,048 above.
+SET_POINTS_FULL_SCREEN = 4
 # ``set_point_reuse`` r > 1 draws the random sets' points from a pool, each point in about r sets
 # (``Set.sample_codes``), which the set kernels score through the distinct points (kernels/sets.py,
 # SHARED_POINTS_MIN), and takes the starts point-disjoint (``_distinct_rows``).  Off by default: with r = 8 a
@@ -141,6 +144,14 @@ class AcquisitionResult:
     candidates: np.ndarray = None   # local optima and best-scored points (the next point of a batch starts there)
 
 
+def _random_set_count(set_params):
+    """Random candidates the search scores on a space with these ``Set`` parameters: N_RANDOM_SETS scaled by
+    SET_POINTS_FULL_SCREEN² / Σ m² (the cost of a score), between N_RANDOM and N_RANDOM_SETS."""
+    points_squared = sum(param.n_points ** 2 for param in set_params)
+    scaled = round(N_RANDOM_SETS * SET_POINTS_FULL_SCREEN ** 2 / points_squared)
+    return int(min(N_RANDOM_SETS, max(N_RANDOM, scaled)))
+
+
 class MixedAcquisitionOptimizer:
     """Maximise an acquisition function of a fitted GP over a ``Space``.
 
@@ -149,8 +160,7 @@ class MixedAcquisitionOptimizer:
     space : Space
     n_random, n_spray, n_starts : int
         See the module constants (``n_random`` and ``n_starts`` default to N_RANDOM and N_STARTS, or
-        N_RANDOM_SETS and N_STARTS_SETS on a space with ``Set`` parameters; N_RANDOM random sets where a Set
-        has more than SET_POINTS_FOR_FULL_RANDOM points).
+        N_STARTS_SETS and ``_random_set_count(space.set_params)`` random sets on a space with ``Set`` parameters).
     lbfgs_iterations_per_round : int
         L-BFGS-B iterations per continuous step.
     n_set_point_moves : int
@@ -169,8 +179,7 @@ class MixedAcquisitionOptimizer:
         self.space = space
         has_sets = bool(getattr(space, "set_params", None))
         if n_random is None:
-            few_points = has_sets and max(p.n_points for p in space.set_params) <= SET_POINTS_FOR_FULL_RANDOM
-            n_random = N_RANDOM_SETS if few_points else N_RANDOM
+            n_random = _random_set_count(space.set_params) if has_sets else N_RANDOM
         if n_starts is None:
             n_starts = N_STARTS_SETS if has_sets else N_STARTS
         self.n_random = int(n_random)

@@ -299,12 +299,16 @@ def test_fallback_enumerates_only_valid_points_of_a_discrete_conditional_space()
 
 @pytest.mark.parametrize("parameters, n_random, n_starts", [
     ([ff.Real("x", 0.0, 1.0), ff.Categorical("c", list("abc"))], 2_048, 10),
-    ([ff.Set("s", n_points=6, dim=2)], 10_000, 40),
-    ([ff.Set("s", n_points=10, dim=2), ff.Real("x", 0.0, 1.0)], 10_000, 40),
+    ([ff.Set("s", n_points=3, dim=2)], 10_000, 40),
+    ([ff.Set("s", n_points=4, dim=2)], 10_000, 40),
+    ([ff.Set("s", n_points=5, dim=3)], 6_400, 40),
+    ([ff.Set("s", n_points=6, dim=2)], 4_444, 40),
+    ([ff.Set("s", n_points=10, dim=2), ff.Real("x", 0.0, 1.0)], 2_048, 40),
+    ([ff.Set("s", n_points=4, dim=2), ff.Set("t", n_points=4, dim=1)], 5_000, 40),
     ([ff.Set("s", n_points=4, dim=2), ff.Set("t", n_points=20, dim=1)], 2_048, 40),
 ])
 def test_default_search_sizes_follow_the_space(parameters, n_random, n_starts):
-    """Random candidates: 10,000 on spaces of small sets, N_RANDOM elsewhere (sets of more than 10 points: a score
-    costs O(m²) there, issue 24 §4); 40 starts on any space with a Set."""
+    """Random candidates: N_RANDOM without sets; on set spaces 10,000 scaled by 4² / Σ m² (a score costs O(m²)
+    there, issue 24 §3), between 2,048 and 10,000; 40 starts on any space with a Set."""
     optimizer = MixedAcquisitionOptimizer(ff.Space(parameters))
     assert (optimizer.n_random, optimizer.n_starts) == (n_random, n_starts)
