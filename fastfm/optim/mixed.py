@@ -64,7 +64,7 @@ N_STARTS_SETS = 40
 # searches against 10,000's 0.32, in 55 % of the search time; docs/benchmarks/sets.md, "Sets of 20 points"), and on
 # sets of 5-10 points, 30 seeds of 60 evaluations paired with 10,000 random sets measured it level (SetPeriodic,
 # SetDensity, PMedian, SetChamfer at 30 and 60), for 7-32 % less time per suggestion (docs/benchmarks/suggestion.md,
-# "A random screen sized by the cost of a score").  Until then the rule was 10,000 up to 10 points, 2,048 above.
+# "A random screen sized by the cost of a score").  Before 2026-12-02: 10,000 up to 10 points, 2,048 above.
 SET_POINTS_FULL_SCREEN = 4
 # ``set_point_reuse`` r > 1 draws the random sets' points from a pool, each point in about r sets
 # (``Set.sample_codes``), which the set kernels score through the distinct points (kernels/sets.py,
