@@ -404,7 +404,8 @@ class SetKernel(Kernel):
         def read_only():
             value = compute()
             for array in (value if isinstance(value, (tuple, list)) else (value,)):
-                array.setflags(write=False)     # a caller writing into it would corrupt the next call's value
+                if array is not None:
+                    array.setflags(write=False)     # a caller writing into it would corrupt the next call's value
             return value
         return self._memo(label, read_only)
 
@@ -458,7 +459,16 @@ class SetKernel(Kernel):
                                              float(self.nu)))
 
     def _diagonal_of(self, X, A, with_gradient=False):
-        """``_diagonal(A, with_gradient)`` (A = ``_subsets_of(X)``)."""
+        """``_diagonal(A, with_gradient)`` (A = ``_subsets_of(X)``); where the likelihood keeps the one-pass Gram,
+        its diagonal and the diagonal's lengthscale derivatives, without the derivatives in the points (None),
+        which the likelihood does not use: no pass of their own (two per set term and evaluation before)."""
+        if self._one_pass_gradient(X, A):
+            def from_gram():
+                E, dE = self._plain_gram_and_gradient(X, A)
+                on_diagonal = np.arange(E.shape[0])
+                diag = E[on_diagonal, on_diagonal]
+                return (diag, dE[on_diagonal, on_diagonal, :], None) if with_gradient else diag
+            return self._kept(X, ("diagonal", with_gradient), from_gram)
         return self._kept(X, ("diagonal", with_gradient), lambda: self._diagonal(A, with_gradient))
 
     def _gram(self, X, Y):

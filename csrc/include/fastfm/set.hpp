@@ -61,7 +61,7 @@ inline T select(bool condition, T if_true, T if_false) {
 // exp(x) for x ≤ 0, branch-free so that loops calling it vectorise (std::exp
 // does not, without -ffast-math).  Cody–Waite reduction x = k ln2 + r,
 // |r| ≤ ln2/2, then the degree-12 Taylor polynomial of e^r (truncation error
-// r¹³/13! < 2e-16 relative) and 2^k assembled in the exponent bits.  Inputs
+// r¹³/13! < 2e-16 relative; evaluated by Estrin's scheme) and 2^k assembled in the exponent bits.  Inputs
 // below −708 are clamped (e^−708 ≈ 3e-308: far below any kernel value that matters).
 template <typename T>
 inline T exp_nonpositive(T x) {
@@ -72,19 +72,21 @@ inline T exp_nonpositive(T x) {
     const T k = shifted - shifter;
     T r = x - k * T(0.693147180369123816490);
     r = r - k * T(1.90821492927058770002e-10);
-    T p = T(1.0 / 479001600.0);
-    p = p * r + T(1.0 / 39916800.0);
-    p = p * r + T(1.0 / 3628800.0);
-    p = p * r + T(1.0 / 362880.0);
-    p = p * r + T(1.0 / 40320.0);
-    p = p * r + T(1.0 / 5040.0);
-    p = p * r + T(1.0 / 720.0);
-    p = p * r + T(1.0 / 120.0);
-    p = p * r + T(1.0 / 24.0);
-    p = p * r + T(1.0 / 6.0);
-    p = p * r + T(0.5);
-    p = p * r + T(1.0);
-    p = p * r + T(1.0);
+    // Estrin's scheme: the same polynomial in a tree of depth 4 instead of Horner's chain of 12 dependent
+    // FMAs, whose latency (~48 cycles) the out-of-order window could not hide in the set kernels' loops
+    const T r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const T p01 = T(1.0) + r;
+    const T p23 = T(0.5) + T(1.0 / 6.0) * r;
+    const T p45 = T(1.0 / 24.0) + T(1.0 / 120.0) * r;
+    const T p67 = T(1.0 / 720.0) + T(1.0 / 5040.0) * r;
+    const T p89 = T(1.0 / 40320.0) + T(1.0 / 362880.0) * r;
+    const T p1011 = T(1.0 / 3628800.0) + T(1.0 / 39916800.0) * r;
+    const T q0 = p01 + p23 * r2;
+    const T q1 = p45 + p67 * r2;
+    const T q2 = p89 + p1011 * r2;
+    const T s0 = q0 + q1 * r4;
+    const T s1 = q2 + T(1.0 / 479001600.0) * r4;
+    const T p = s0 + s1 * r8;
     int64_t bits;
     std::memcpy(&bits, &shifted, sizeof bits);
     // low 12 bits of `bits` are k mod 4096; k + 1023 ∈ [1, 2046] for x ∈ [−708, 0]
@@ -263,6 +265,26 @@ inline void accumulate_slope_squares_and_values(const ScaledSets<T>& A, std::siz
     T* FASTFM_RESTRICT acc = ws.acc.data();
     std::fill(acc, acc + (d + 1) * stride, T(0));
     T* FASTFM_RESTRICT acc_value = acc + d * stride;
+    if (d == 2) {
+        // points in the plane: one fused pass per point i (no distance buffer, each difference made once), as
+        // in set_gram_row; the separate passes below store and reload the distances and slopes
+        const T* FASTFM_RESTRICT y0 = A.columns.data() + first;
+        const T* FASTFM_RESTRICT y1 = A.columns.data() + ld + first;
+        T* FASTFM_RESTRICT acc0 = acc;
+        T* FASTFM_RESTRICT acc1 = acc + stride;
+        for (std::size_t i = 0; i < m; ++i) {
+            const T x0 = A.point(a, i)[0], x1 = A.point(a, i)[1];
+#pragma omp simd
+            for (std::size_t q = 0; q < count; ++q) {
+                const T u = x0 - y0[q], v = x1 - y1[q];
+                T slope;
+                acc_value[q] += Matern<T, Nu>::value_and_slope(u * u + v * v, slope);
+                acc0[q] += slope * u * u;
+                acc1[q] += slope * v * v;
+            }
+        }
+        return;
+    }
     for (std::size_t i = 0; i < m; ++i) {
         const T* x = A.point(a, i);
         squared_distances(x, A.columns.data(), ld, d, first, count, sq);
