@@ -188,7 +188,7 @@ class _Surrogate:
 # Func3C, and the two kept the average suggestion 1.3-1.9x GPSampler's; 40 seeds at 60 evaluations and 5 at 200
 # measured them level (issue 24 §3; docs/benchmarks/suggestion.md, "Fewer restarts of a warm fit").
 # On set spaces no warm restart at all (the warm start alone) saved 4-9 % of a 60-evaluation run's suggestion time
-# and leaned worse on 8 of 10 (problem, budget) cells over 20 paired seeds: the restart stays there too
+# and its means leaned worse in 9 of 10 (problem, budget) cells over 20 paired seeds: the restart stays there too
 # (docs/benchmarks/suggestion.md, "Cheaper set likelihood evaluations").
 WARM_RESTARTS = 1
 FULL_REFIT_GROWTH = 1.25
