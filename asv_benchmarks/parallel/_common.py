@@ -29,12 +29,20 @@ def machine():
 
 
 def commit():
-    here = os.path.dirname(os.path.abspath(__file__))
+    """The commit of the fastfm that the measurements import (PYTHONPATH may name another worktree than this
+    script's), marked when its fastfm/ or csrc/ has uncommitted changes; for an installed fastfm, its version."""
+    def git(where, *args):
+        return subprocess.run(["git", "-C", where, *args], capture_output=True, text=True).stdout.strip()
     try:
-        h = subprocess.run(["git", "-C", here, "log", "-1", "--format=%h"], capture_output=True,
-                           text=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain"], capture_output=True,
-                                    text=True).stdout.strip())
+        import fastfm
+    except ImportError:
+        return "?"
+    where = os.path.dirname(os.path.abspath(fastfm.__file__))
+    try:
+        h = git(where, "log", "-1", "--format=%h")
+        if not h:
+            return f"fastfm {fastfm.__version__} (installed, not a git tree)"
+        dirty = bool(git(where, "status", "--porcelain", "--", ".", "../csrc"))
         return h + (" (with uncommitted changes)" if dirty else "")
     except OSError:
         return "?"

@@ -189,7 +189,9 @@ class _Surrogate:
 # measured them level (issue 24 §3; docs/benchmarks/suggestion.md, "Fewer restarts of a warm fit").
 # On set spaces no warm restart at all (the warm start alone) saved 4-9 % of a 60-evaluation run's suggestion time
 # and its means leaned worse in 9 of 10 (problem, budget) cells over 20 paired seeds: the restart stays there too
-# (docs/benchmarks/suggestion.md, "Cheaper set likelihood evaluations").
+# (docs/benchmarks/suggestion.md, "Cheaper set likelihood evaluations").  Nor does a warm fit keep the last θ
+# while refits gain little likelihood (< 0.25 nats; up to 3 suggestions, none after a new best): 5-16 % of a run's
+# suggestion time, and Ackley5C at 60 worse by 2 s.e., the set runs worse on 7-8 of 10 seeds (same report).
 WARM_RESTARTS = 1
 FULL_REFIT_GROWTH = 1.25
 
