@@ -44,6 +44,7 @@ __all__ = ["check_parity", "likelihood_call", "run_timings", "add_parser", "run"
 
 PARITY_RTOL = 1e-10
 PARITY_SIZE = 300
+PARITY_SPACES = ("Func3C", "NAS-like")
 DEFAULT_SIZES = (2000, 10_000, 20_000)
 DEFAULT_SET_SHAPE = (500, 50, 2)
 MODULATIONS = {
@@ -85,9 +86,12 @@ def _mismatch(actual, expected, scale):
     return f"worst at {worst}: {actual[worst]!r} vs {expected[worst]!r} (tolerance {tolerance[worst]:.3g})"
 
 
-def check_parity(cuda, n_points=PARITY_SIZE, file=None):
+def check_parity(cuda, n_points=PARITY_SIZE, file=None, spaces=PARITY_SPACES, modulations=None):
     """Compare every cuda function with the NumPy reference on ``n_points`` points (sets: n_points // 8 + 2);
-    return the list of failures (empty: all agree)."""
+    return the list of failures (empty: all agree).  The FM kernels run on each of ``spaces`` (names of
+    ``workloads.benchmark_spaces()``) with each of ``modulations`` (names of MODULATIONS; None: all); every
+    kernel is launched whichever are given, so a check of the launches alone (tests/test_cuda_ptx.py, under
+    Numba's simulator, where each launch costs seconds) can take one of each."""
     failures = []
 
     def compare(label, actual, expected, scale=None):
@@ -99,15 +103,16 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None):
         if problem:
             failures.append(f"{label}: {problem}")
 
-    spaces = workloads.benchmark_spaces()
+    space_of = workloads.benchmark_spaces()
     rng = np.random.default_rng(0)
-    for space_name in ("Func3C", "NAS-like"):
-        space = spaces[space_name]
+    for space_name in spaces:
+        space = space_of[space_name]
         C, D, _, _ = kernel_arguments(space, n_points, seed=1)
         C2, D2, _, _ = kernel_arguments(space, max(3, n_points // 4), seed=2)
         W = rng.standard_normal((n_points, n_points))
         P = space.n_discrete
-        for mod_name, modulation in MODULATIONS.items():
+        for mod_name, modulation in MODULATIONS.items() if modulations is None else [(name, MODULATIONS[name])
+                                                                                      for name in modulations]:
             args = (space.packed_spectra, rng.uniform(0.05, 5.0, P), rng.uniform(0.05, 5.0, P), 1.7, modulation)
             label = f"{space_name}/{mod_name}"
             compare(f"{label} fm_gram symmetric", cuda.fm_gram(C, D, None, None, *args),
@@ -140,11 +145,11 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None):
                     numpy_backend.fm_gram_matvec(C, D, None, None, V, *args))
             compare(f"{label} fm_gram_matvec cross", cuda.fm_gram_matvec(C2, D2, C, D, V, *args),
                     numpy_backend.fm_gram_matvec(C2, D2, C, D, V, *args))
-    for space_name in ("Func3C", "NAS-like") if getattr(cuda, "name", None) == "cuda" else ():   # not test doubles
-        on_device = likelihood_call(spaces[space_name], n_points, "cuda")
+    for space_name in spaces if getattr(cuda, "name", None) == "cuda" else ():   # not test doubles
+        on_device = likelihood_call(space_of[space_name], n_points, "cuda")
         assert on_device.terms.device is not None
         lml, grad = on_device()
-        expected_lml, expected_grad = likelihood_call(spaces[space_name], n_points, "numpy")()
+        expected_lml, expected_grad = likelihood_call(space_of[space_name], n_points, "numpy")()
         compare(f"{space_name} GP log-likelihood on the device", lml, expected_lml)
         compare(f"{space_name} GP log-likelihood gradient on the device", grad, expected_grad)
     _check_hierarchical_parity(cuda, n_points, rng, compare)
