@@ -104,6 +104,7 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None, spaces=PARITY_SPACES, mo
             failures.append(f"{label}: {problem}")
 
     space_of = workloads.benchmark_spaces()
+    chosen = MODULATIONS if modulations is None else {name: MODULATIONS[name] for name in modulations}
     rng = np.random.default_rng(0)
     for space_name in spaces:
         space = space_of[space_name]
@@ -111,8 +112,7 @@ def check_parity(cuda, n_points=PARITY_SIZE, file=None, spaces=PARITY_SPACES, mo
         C2, D2, _, _ = kernel_arguments(space, max(3, n_points // 4), seed=2)
         W = rng.standard_normal((n_points, n_points))
         P = space.n_discrete
-        for mod_name, modulation in MODULATIONS.items() if modulations is None else [(name, MODULATIONS[name])
-                                                                                      for name in modulations]:
+        for mod_name, modulation in chosen.items():
             args = (space.packed_spectra, rng.uniform(0.05, 5.0, P), rng.uniform(0.05, 5.0, P), 1.7, modulation)
             label = f"{space_name}/{mod_name}"
             compare(f"{label} fm_gram symmetric", cuda.fm_gram(C, D, None, None, *args),
