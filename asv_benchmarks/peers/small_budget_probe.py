@@ -1,5 +1,5 @@
 """Variants of the BO loop at 30-60 evaluations on the paper's problems (issue 24 §1; docs/benchmarks/bo-efficiency.md,
-"Acquisition portfolios, UCB and a smaller initial design").
+"Acquisition portfolios, UCB and a smaller initial design" and "Keeping AdditiveFM unless ModLap is clearly ahead").
 
     PYTHONPATH=. python asv_benchmarks/peers/small_budget_probe.py run --variant hedge \\
         [--problems func2c,func3c,ackley5c] [--seeds 0:40] [--budget 60] --out probe.jsonl
@@ -17,6 +17,9 @@ ask/tell loop in evaluation order.  Variants:
                 evaluated is drawn with probability ∝ exp(η·g_j), and each gain g_j grows by minus the refitted
                 model's standardised mean at its last nominee (η = 1).  A portfolio like HEBO's MACE (EI, PI
                 and UCB) without its multi-objective search; installed for its own runs only.
+* ``plain-loo`` kernel="auto" choosing by the plain leave-one-out density, the default before 2026-12-03
+                (``fastfm.bo.surrogate.KERNEL_CHOICE_STANDARD_ERRORS = 0``: ModLap kept whenever it is ahead).
+* ``additive``  ``kernel="modlap_additive"``: AdditiveFM alone, no choice.
 * ``race-full`` the full refits race their starts too (``GaussianProcessRegressor(n_finalists=3)``: every start
                 runs the screening iterations, the 3 best continue), as the warm refits do with 1 finalist
                 (``fastfm.bo.surrogate.WARM_FINALISTS``); installed for its own runs only.
@@ -40,6 +43,7 @@ import fastfm
 import fastfm.bo.optimizer as optimizer_module
 from fastfm.acquisition import _standardise, acquisition_function
 from fastfm.benchmarks import get_problem
+from fastfm.bo import surrogate as surrogate_module
 from fastfm.bo.surrogate import _Surrogate
 
 HEDGE_ETA = 1.0
@@ -95,6 +99,8 @@ def _optimizer(variant, space, seed):
         return fastfm.Optimizer(space, seed=seed, n_init=min(10, 1 + space.n_dims))
     if variant == "ucb":
         return fastfm.Optimizer(space, seed=seed, acquisition="ucb")
+    if variant == "additive":
+        return fastfm.Optimizer(space, seed=seed, kernel="modlap_additive")
     return fastfm.Optimizer(space, seed=seed)
 
 
@@ -104,6 +110,8 @@ def run(args):
                                   _hedge_optimize_acquisition(optimizer_module._optimize_acquisition))
     elif args.variant == "race-full":
         patch = mock.patch.object(_Surrogate, "_fit_kernel", _race_full_refits(_Surrogate._fit_kernel))
+    elif args.variant == "plain-loo":
+        patch = mock.patch.object(surrogate_module, "KERNEL_CHOICE_STANDARD_ERRORS", 0.0)
     else:
         patch = contextlib.nullcontext()
     first, stop = map(int, args.seeds.split(":"))
@@ -149,7 +157,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--variant", choices=["default", "init-1+d", "ucb", "hedge", "race-full"], required=True)
+    r.add_argument("--variant", required=True,
+                   choices=["default", "init-1+d", "ucb", "hedge", "plain-loo", "additive", "race-full"])
     r.add_argument("--problems", default="func2c,func3c,ackley5c")
     r.add_argument("--seeds", default="0:40", help="first:stop")
     r.add_argument("--budget", type=int, default=60)

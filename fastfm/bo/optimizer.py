@@ -227,9 +227,9 @@ class Optimizer(_Surrogate, _TrialRecords):
         needs a graph).  On a conditional space (SPEC §3) "hierarchical" is the
         kernel made for it; the FM kernels work there too.  "auto": ModLap, and on spaces of
         fewer than ADDITIVE_MAX_DIMS columns with a discrete variable and no Set also
-        ``AdditiveFM`` ("modlap_additive"); each full refit keeps the one of the two that
-        predicts the told values better left out (``fastfm.gp.selection``), and
-        ``last_suggestion_info["kernel"]`` names it.
+        ``AdditiveFM`` ("modlap_additive"); each full refit keeps AdditiveFM unless ModLap predicts
+        the told values left out better by more than KERNEL_CHOICE_STANDARD_ERRORS standard errors
+        (``fastfm.gp.selection``), and ``last_suggestion_info["kernel"]`` names the one kept.
     n_init : int, default 10
         Initial points (asked, pending ones included) before the model is used.
     initial_design : {"stratified", "random"}, default "stratified"

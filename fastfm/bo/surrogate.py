@@ -18,7 +18,7 @@ from ..gp.selection import select_by_loo
 from ..kernels import Kernel, make_kernel
 
 __all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS",
-           "ADDITIVE_MAX_DIMS", "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
+           "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS", "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
 
 _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
@@ -106,8 +106,8 @@ class _Surrogate:
 
     def _fit(self, record, warm_kernel=None):
         """The GP of a fit record: the one candidate kernel, or with several (kernel="auto") the one fitted since
-        the last full refit, and at a full refit each of them, keeping the best by leave-one-out predictive
-        density (``gp.selection``; the choice goes into ``record["kernel"]``).  With log_transform_y="auto" the
+        the last full refit, and at a full refit each of them, keeping AdditiveFM unless ModLap is ahead by
+        leave-one-out predictive density (KERNEL_CHOICE_STANDARD_ERRORS; the choice goes into ``record["kernel"]``).  With log_transform_y="auto" the
         record lists the transforms of y: the kept one, which every kernel is fitted to, and at a full fit the
         other candidates (Y_TRANSFORM_CANDIDATES), each fitted with the chosen kernel from the kept transform's
         optimum as a warm refit is; the one whose fit predicts y itself better left out goes into
@@ -125,7 +125,8 @@ class _Surrogate:
                 errors.append(exc)
         if not gps:
             raise errors[0]
-        name = select_by_loo(gps) if len(gps) > 1 else next(iter(gps))
+        name = (select_by_loo(gps, preferred="modlap_additive", standard_errors=KERNEL_CHOICE_STANDARD_ERRORS)
+                if len(gps) > 1 else next(iter(gps)))
         if len(self._kernels) > 1:
             record["kernel"] = name
         if transforms is None:
@@ -243,19 +244,28 @@ def _is_full_refit(n_told):
 DIMENSION_SCALED_MIN_DIMS = 20
 
 
-# kernel="auto" fits AdditiveFM next to ModLap, and each full refit keeps the one with the better leave-one-out
-# predictive density, on spaces with a discrete variable, no Set and fewer encoded columns than this.  Why: with
+# kernel="auto" fits AdditiveFM next to ModLap, and each full refit keeps one by their leave-one-out predictive
+# density (the margin below), on spaces with a discrete variable, no Set and fewer encoded columns than this.  Why: with
 # 10-60 observations the product kernel cannot carry what one nominal value showed in one combination to the
 # others, and AdditiveFM's one-variable terms can (its module docstring), but on objectives without main effects
 # its P·(d + 3) more hyperparameters cost (LABS, IsingSparsification) and at 10-20 points they overfit (Func3C at
 # 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (40 seeds) Ackley5C
 # 0.796 -> 0.615, Func2C -0.137 -> -0.165, Func3C level (-0.454 -> -0.507), and Func3C at 30 kept ModLap's value
 # where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified
-# initial design").  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (level with
+# initial design"; since measured otherwise, below).  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (level with
 # Optuna's GPSampler at 50-100 observations since issue 24 §3's changes, 0.87-1.5x its time with greenlet;
 # docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set spaces").  From 20 columns on ModLap is
 # kept alone: a term per variable is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
 ADDITIVE_MAX_DIMS = 20
+
+# ... and keeps AdditiveFM unless ModLap's leave-one-out density is ahead by more than this many standard errors of
+# the paired difference (gp.selection.select_by_loo's ``preferred``; Vehtari, Gelman & Gabry 2017).  AdditiveFM
+# contains ModLap, and before 30 told values the plain choice was a coin toss (Func3C: ModLap ahead in 35 of 48
+# refits by 0.02-2.8 nats, AdditiveFM ahead by up to 31 from 36 on) whose ModLap fits cost the search: with the
+# margin, Func3C -0.140 -> -0.269 at 30 and -0.428 -> -0.609 at 60, Func2C -0.188 -> -0.199 at 60 (40 paired seeds),
+# Ackley5C level at 60 and 0.94 -> 1.10 at 30 (1.9 s.e., 30 seeds) (docs/benchmarks/bo-efficiency.md, "Keeping
+# AdditiveFM unless ModLap is clearly ahead").  0 is the plain choice, the default before 2026-12-03.
+KERNEL_CHOICE_STANDARD_ERRORS = 2.0
 
 
 # log_transform_y="auto" chooses at the first fit and at the full refits (below Y_TRANSFORM_CHOICE_BELOW told

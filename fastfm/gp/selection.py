@@ -13,7 +13,8 @@ likelihood has, Snelson et al. 2004), so that a transform cannot win by stretchi
 import numpy as np
 from scipy.linalg import solve_triangular
 
-__all__ = ["loo_log_predictive_density", "log_jacobian_of_targets", "select_by_loo"]
+__all__ = ["loo_log_predictive_density", "loo_log_predictive_densities", "log_jacobian_of_targets",
+           "select_by_loo"]
 
 
 def loo_log_predictive_density(gp, y=None):
@@ -41,6 +42,12 @@ def loo_log_predictive_density(gp, y=None):
         The GP holds no Cholesky factor (the matrix-free solver, ``gp.solver_ == "cg"``); with ``y``, a
         transform without a density in y (see ``log_jacobian_of_targets``).
     """
+    return float(np.sum(loo_log_predictive_densities(gp, y)))
+
+
+def loo_log_predictive_densities(gp, y=None):
+    """The terms log p(y_i | X, y_−i, θ) of ``loo_log_predictive_density``, one per training point (shape (n,)):
+    what a paired comparison of two models needs (``select_by_loo``'s ``preferred``)."""
     if getattr(gp, "L_", None) is None:
         raise ValueError(f"loo_log_predictive_density needs an exact GP fit (a Cholesky factor), got "
                          f"solver_={getattr(gp, 'solver_', None)!r}")
@@ -48,8 +55,8 @@ def loo_log_predictive_density(gp, y=None):
     L_inverse = solve_triangular(L, np.eye(L.shape[0]), lower=True)
     precision_diagonal = np.einsum("ij,ij->j", L_inverse, L_inverse)     # [K⁻¹]_ii = Σ_j (L⁻¹)²_ji
     alpha = np.asarray(gp.alpha_, dtype=np.float64)
-    density = float(np.sum(0.5 * np.log(precision_diagonal / (2.0 * np.pi)) - 0.5 * alpha ** 2 / precision_diagonal))
-    return density if y is None else density + log_jacobian_of_targets(gp, y)
+    densities = 0.5 * np.log(precision_diagonal / (2.0 * np.pi)) - 0.5 * alpha ** 2 / precision_diagonal
+    return densities if y is None else densities + _log_slopes_of_targets(gp, y)
 
 
 def log_jacobian_of_targets(gp, y):
@@ -61,6 +68,11 @@ def log_jacobian_of_targets(gp, y):
     ValueError
         The "copula" transform: the normal scores of the ranks are a step function of y, with no density there.
     """
+    return float(np.sum(_log_slopes_of_targets(gp, y)))
+
+
+def _log_slopes_of_targets(gp, y):
+    """The terms log |dz_i/dy_i| of ``log_jacobian_of_targets``, shape (n,)."""
     y = np.asarray(y, dtype=np.float64)
     transform = getattr(gp, "y_transform_", gp.log_transform_y)
     if isinstance(transform, str) and transform == "copula":
@@ -70,12 +82,17 @@ def log_jacobian_of_targets(gp, y):
         log_slope -= np.log(gp.y_log_scale_ + (y - gp.y_shift_))
     elif transform is True:
         log_slope -= np.log(y)
-    return float(np.sum(log_slope))
+    return log_slope
 
 
-def select_by_loo(gps, y=None):
+def select_by_loo(gps, y=None, preferred=None, standard_errors=0.0):
     """The name of the best of ``gps`` (a dict name → GP fitted to the same X and y) by
     ``loo_log_predictive_density``; the first name on a tie, or when any fit has no Cholesky factor.
+
+    With ``preferred`` (a name of ``gps``) that one is kept unless another's density is ahead of it by more than
+    ``standard_errors`` standard errors of the paired difference: se = √n · std_i(d_i), d_i the difference of
+    the two models' leave-one-out log densities at point i (the comparison of Vehtari, Gelman & Gabry 2017,
+    "Practical Bayesian model evaluation using leave-one-out cross-validation and WAIC", §5.2).
 
     Parameters
     ----------
@@ -83,6 +100,8 @@ def select_by_loo(gps, y=None):
     y : array of shape (n,), optional
         The raw targets every GP was fitted to.  Needed where the GPs model different transforms of y: they are
         then compared by the density of y itself.
+    preferred : str, optional
+    standard_errors : float, default 0.0
 
     Raises
     ------
@@ -99,7 +118,14 @@ def select_by_loo(gps, y=None):
         for name in names[1:]:
             if not np.array_equal(gps[name].y_train_, reference):
                 raise ValueError(f"select_by_loo: the GP {name!r} was fitted to other targets than {names[0]!r}")
-        scores = {name: loo_log_predictive_density(gp) for name, gp in gps.items()}
+        points = {name: loo_log_predictive_densities(gp) for name, gp in gps.items()}
     else:
-        scores = {name: loo_log_predictive_density(gp, y) for name, gp in gps.items()}
-    return max(names, key=lambda name: (scores[name], -names.index(name)))
+        points = {name: loo_log_predictive_densities(gp, y) for name, gp in gps.items()}
+    scores = {name: float(np.sum(values)) for name, values in points.items()}
+    best = max(names, key=lambda name: (scores[name], -names.index(name)))
+    if preferred in gps and best != preferred:
+        difference = points[best] - points[preferred]
+        standard_error = np.sqrt(len(difference)) * np.std(difference, ddof=1) if len(difference) > 1 else 0.0
+        if scores[best] - scores[preferred] <= standard_errors * standard_error:
+            return preferred
+    return best

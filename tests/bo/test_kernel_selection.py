@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import fastfm as ff
+from fastfm.bo import surrogate
 from fastfm.bo.surrogate import ADDITIVE_MAX_DIMS, _is_full_refit
+from fastfm.gp import selection
 from fastfm.kernels import AdditiveFM, Matern52, ModLap
 
 SPACE = ff.Space([ff.Real("x", -1.0, 1.0), ff.Real("z", -1.0, 1.0), ff.Categorical("a", list(range(3))),
@@ -45,7 +47,9 @@ def _run(opt, n):
     return kernels
 
 
-def test_a_run_switches_only_at_full_refits_and_a_journal_replays_the_choice(tmp_path):
+def test_a_run_switches_only_at_full_refits_and_a_journal_replays_the_choice(tmp_path, monkeypatch):
+    # the plain leave-one-out choice (no margin for AdditiveFM), under which this run changes its mind
+    monkeypatch.setattr(surrogate, "KERNEL_CHOICE_STANDARD_ERRORS", 0.0)
     path = tmp_path / "run.jsonl"
     opt = ff.Optimizer(SPACE, n_init=6, seed=2, n_restarts=3, storage=path)
     kernels = _run(opt, 30)
@@ -66,6 +70,23 @@ def test_a_run_switches_only_at_full_refits_and_a_journal_replays_the_choice(tmp
         opt.tell(x, _additive_objective(x))
         loaded.tell(x.trial_id, _additive_objective(x))
     assert opt.ask() == loaded.ask()
+
+
+def test_the_additive_kernel_is_kept_where_modlap_is_ahead_within_the_margin(monkeypatch):
+    """The run above, with the default margin: its early full refits, where ModLap's held-out density was ahead by
+    less than KERNEL_CHOICE_STANDARD_ERRORS standard errors, keep AdditiveFM."""
+    kept = [k for _, k in _run(ff.Optimizer(SPACE, n_init=6, seed=2, n_restarts=3), 30) if k is not None]
+    assert set(kept) == {"modlap_additive"}
+    scores = []
+    original = surrogate.select_by_loo
+
+    def recording(gps, y=None, **options):
+        if y is None:
+            scores.append({name: float(np.sum(selection.loo_log_predictive_densities(gp))) for name, gp in gps.items()})
+        return original(gps, y, **options)
+    monkeypatch.setattr(surrogate, "select_by_loo", recording)
+    _run(ff.Optimizer(SPACE, n_init=6, seed=2, n_restarts=3), 30)
+    assert any(s["modlap"] > s["modlap_additive"] for s in scores)     # the plain choice would have taken ModLap
 
 
 def test_main_effects_in_a_run_choose_the_additive_kernel():

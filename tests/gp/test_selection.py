@@ -6,7 +6,8 @@ from scipy.stats import norm
 
 import fastfm as ff
 from fastfm.gp import GaussianProcessRegressor
-from fastfm.gp.selection import log_jacobian_of_targets, loo_log_predictive_density, select_by_loo
+from fastfm.gp.selection import (log_jacobian_of_targets, loo_log_predictive_densities, loo_log_predictive_density,
+                                 select_by_loo)
 from fastfm.kernels import AdditiveFM, ModLap
 
 SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("a", list(range(4))), ff.Categorical("b", list(range(4)))])
@@ -70,6 +71,51 @@ def test_a_tie_keeps_the_first_name_and_other_targets_are_refused():
     other = GaussianProcessRegressor(ModLap(SPACE), n_restarts=1, random_state=0).fit(X, y + np.arange(20.0))
     with pytest.raises(ValueError, match="other targets"):
         select_by_loo({"one": first, "other": other})
+
+
+def test_the_per_point_densities_are_each_point_left_out():
+    X, y = _data(15, 5)
+    gp = GaussianProcessRegressor(ModLap(SPACE), n_restarts=1, random_state=0).fit(X, y)
+    points = loo_log_predictive_densities(gp)
+    assert points.shape == (15,)
+    K = gp.kernel_(X) + gp.noise_ * np.eye(15)
+    z = gp.y_train_
+    for i in (0, 7, 14):
+        rest = np.arange(15) != i
+        weights = np.linalg.solve(K[np.ix_(rest, rest)], K[rest, i])
+        expected = norm.logpdf(z[i], weights @ z[rest], np.sqrt(K[i, i] - weights @ K[rest, i]))
+        np.testing.assert_allclose(points[i], expected, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(np.sum(points), loo_log_predictive_density(gp), rtol=1e-12)
+    y_positive = np.exp(y)
+    shifted = GaussianProcessRegressor(ModLap(SPACE), n_restarts=1, random_state=0, log_transform_y="shift")
+    shifted.fit(X, y_positive)
+    np.testing.assert_allclose(np.sum(loo_log_predictive_densities(shifted, y_positive)),
+                               loo_log_predictive_density(shifted, y_positive), rtol=1e-12)
+
+
+def test_a_preferred_model_is_kept_unless_another_is_ahead_by_the_standard_errors_asked():
+    """The paired comparison: a model that predicts every point a little worse is kept within its standard errors of
+    the better one, and a model far behind is not kept."""
+    X, y = _data(30, 1)
+    good = GaussianProcessRegressor(ModLap(SPACE), n_restarts=2, random_state=0).fit(X, y)
+    # the same kernel with its noise pinned well above the fitted one: a few nats worse, on most points
+    worse = GaussianProcessRegressor(good.kernel_, noise=4 * good.noise_ + 1e-3, noise_bounds="fixed",
+                                     n_restarts=0, optimizer=None).fit(X, y)
+    far = GaussianProcessRegressor(good.kernel_, noise=1.0, noise_bounds="fixed", n_restarts=0,
+                                   optimizer=None).fit(X, y)
+    gap_points = loo_log_predictive_densities(good) - loo_log_predictive_densities(worse)
+    gap, standard_error = np.sum(gap_points), np.sqrt(30) * np.std(gap_points, ddof=1)
+    assert gap > 0
+    gps = {"good": good, "worse": worse}
+    assert select_by_loo(gps) == "good"
+    assert select_by_loo(gps, preferred="worse") == "good"            # no margin: the plain choice
+    assert select_by_loo(gps, preferred="worse", standard_errors=gap / standard_error + 0.01) == "worse"
+    assert select_by_loo(gps, preferred="worse", standard_errors=gap / standard_error - 0.01) == "good"
+    assert select_by_loo(gps, preferred="good", standard_errors=100.0) == "good"
+    assert select_by_loo(gps, preferred="missing", standard_errors=100.0) == "good"
+    far_points = loo_log_predictive_densities(good) - loo_log_predictive_densities(far)
+    assert np.sum(far_points) > 2.0 * np.sqrt(30) * np.std(far_points, ddof=1)
+    assert select_by_loo({"good": good, "far": far}, preferred="far", standard_errors=2.0) == "good"
 
 
 def test_a_matrix_free_fit_has_no_closed_form():
