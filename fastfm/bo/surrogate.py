@@ -107,11 +107,11 @@ class _Surrogate:
     def _fit(self, record, warm_kernel=None):
         """The GP of a fit record: the one candidate kernel, or with several (kernel="auto") the one fitted since
         the last full refit, and at a full refit each of them, keeping AdditiveFM unless ModLap is ahead by
-        leave-one-out predictive density (KERNEL_CHOICE_STANDARD_ERRORS; the choice goes into ``record["kernel"]``).  With log_transform_y="auto" the
-        record lists the transforms of y: the kept one, which every kernel is fitted to, and at a full fit the
-        other candidates (Y_TRANSFORM_CANDIDATES), each fitted with the chosen kernel from the kept transform's
-        optimum as a warm refit is; the one whose fit predicts y itself better left out goes into
-        ``record["transform"]``."""
+        leave-one-out predictive density (KERNEL_CHOICE_STANDARD_ERRORS; the choice goes into
+        ``record["kernel"]``).  With log_transform_y="auto" the record lists the transforms of y: the kept one,
+        which every kernel is fitted to, and at a full fit the other candidates (Y_TRANSFORM_CANDIDATES), each
+        fitted with the chosen kernel from the kept transform's optimum as a warm refit is; the one whose fit
+        predicts y itself better left out goes into ``record["transform"]``."""
         X, y = self._training_data()
         full = _is_full_fit(record["warm"] is not None, record["n_told"])
         names = list(self._kernels) if full or len(self._kernels) == 1 else [record["warm_kernel"]]
@@ -245,17 +245,18 @@ DIMENSION_SCALED_MIN_DIMS = 20
 
 
 # kernel="auto" fits AdditiveFM next to ModLap, and each full refit keeps one by their leave-one-out predictive
-# density (the margin below), on spaces with a discrete variable, no Set and fewer encoded columns than this.  Why: with
-# 10-60 observations the product kernel cannot carry what one nominal value showed in one combination to the
-# others, and AdditiveFM's one-variable terms can (its module docstring), but on objectives without main effects
-# its P·(d + 3) more hyperparameters cost (LABS, IsingSparsification) and at 10-20 points they overfit (Func3C at
-# 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (40 seeds) Ackley5C
-# 0.796 -> 0.615, Func2C -0.137 -> -0.165, Func3C level (-0.454 -> -0.507), and Func3C at 30 kept ModLap's value
-# where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a stratified
-# initial design"; since measured otherwise, below).  The price: where AdditiveFM is kept a suggestion costs about twice ModLap's (level with
-# Optuna's GPSampler at 50-100 observations since issue 24 §3's changes, 0.87-1.5x its time with greenlet;
-# docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set spaces").  From 20 columns on ModLap is
-# kept alone: a term per variable is 2-6x ModLap's time per suggestion there (issue 24 §3's budget).
+# density (the margin below), on spaces with a discrete variable, no Set and fewer encoded columns than this.
+# Why: with 10-60 observations the product kernel cannot carry what one nominal value showed in one combination to
+# the others, and AdditiveFM's one-variable terms can (its module docstring), but on objectives without main
+# effects its P·(d + 3) more hyperparameters cost (LABS, IsingSparsification) and at 10-20 points they overfit
+# (Func3C at 30).  Choosing by held-out prediction took both: on the paper's problems at 60 evaluations (40 seeds)
+# Ackley5C 0.796 -> 0.615, Func2C -0.137 -> -0.165, Func3C level (-0.454 -> -0.507), and Func3C at 30 kept ModLap's
+# value where AdditiveFM alone lost it (docs/benchmarks/bo-efficiency.md, "Choosing the kernel per run, and a
+# stratified initial design"; since measured otherwise, below).  The price: where AdditiveFM is kept a suggestion
+# costs about twice ModLap's (level with Optuna's GPSampler at 50-100 observations since issue 24 §3's changes,
+# 0.87-1.5x its time with greenlet; docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set
+# spaces").  From 20 columns on ModLap is kept alone: a term per variable is 2-6x ModLap's time per suggestion there
+# (issue 24 §3's budget).
 ADDITIVE_MAX_DIMS = 20
 
 # ... and keeps AdditiveFM unless ModLap's leave-one-out density is ahead by more than this many standard errors of
