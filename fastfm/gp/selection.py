@@ -49,7 +49,7 @@ def loo_log_predictive_densities(gp, y=None):
     """The terms log p(y_i | X, y_−i, θ) of ``loo_log_predictive_density``, one per training point (shape (n,)):
     what a paired comparison of two models needs (``select_by_loo``'s ``preferred``)."""
     if getattr(gp, "L_", None) is None:
-        raise ValueError(f"loo_log_predictive_density needs an exact GP fit (a Cholesky factor), got "
+        raise ValueError(f"the leave-one-out densities need an exact GP fit (a Cholesky factor), got "
                          f"solver_={getattr(gp, 'solver_', None)!r}")
     L = gp.L_
     L_inverse = solve_triangular(L, np.eye(L.shape[0]), lower=True)
