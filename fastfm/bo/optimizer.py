@@ -39,6 +39,7 @@ from ..optim import trust_region as _tr
 from .journal import JOURNAL_FORMAT, JOURNAL_VERSION, Journal, decode_object, encode_object, worker_identity
 from .surrogate import ModelFitWarning, _hyperparameter_prior, _Surrogate
 from .trials import PendingTrial, Suggestion, Trial
+from .untried import DEFAULT_PATIENCE, patience_setting, untried_value_point
 
 __all__ = ["Optimizer", "ModelFitWarning"]
 
@@ -242,6 +243,11 @@ class Optimizer(_Surrogate, _TrialRecords):
     xi : float, default DEFAULT_XI (0.001)
         Exploration margin of "logei" and "ei", in standardised units of the modelled y: improvement counts
         below best − xi only, so that moves predicted to gain less are not chased (ignored by "ucb").
+    untried_patience : int or None, default DEFAULT_PATIENCE (5)
+        After this many told values without a clear new best or a newly tried value, the next model suggestion is
+        the incumbent with one nominal parameter set to a value no point has used yet (the GP predicts such a
+        value as the average of the others, so expected improvement alone may never try it;
+        ``fastfm.bo.untried``); ``last_suggestion_info["untried_value"]`` marks it.  None: never.
     n_restarts : int, default 10
         Random restarts of the marginal-likelihood maximisation at the first fit and the full refits (where the
         told values have grown by a quarter); a warm refit in between runs WARM_RESTARTS, raced against the
@@ -300,7 +306,7 @@ class Optimizer(_Surrogate, _TrialRecords):
     def __init__(self, space, kernel="auto", n_init=10, seed=None, acquisition="logei", n_restarts=10,
                  log_transform_y="auto", acq_options=None, backend="auto", gp_options=None,
                  hyperparameter_prior="auto", pending="believer", failures="impute", storage=None,
-                 trust_region=None, initial_design="stratified", xi=DEFAULT_XI):
+                 trust_region=None, initial_design="stratified", xi=DEFAULT_XI, untried_patience=DEFAULT_PATIENCE):
         if not isinstance(n_init, numbers.Integral) or n_init < 1:
             raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
         acquisition_function(acquisition, 0.0)  # validate the name now
@@ -326,6 +332,9 @@ class Optimizer(_Surrogate, _TrialRecords):
             self._settings["initial_design"] = initial_design
         if xi != DEFAULT_XI:
             self._settings["xi"] = float(xi)
+        self.untried_patience = patience_setting(untried_patience)
+        if self.untried_patience != DEFAULT_PATIENCE:
+            self._settings["untried_patience"] = self.untried_patience
         self.space = space
         self.n_init = int(n_init)
         self.seed = seed
@@ -579,6 +588,11 @@ class Optimizer(_Surrogate, _TrialRecords):
         acquisition = acquisition_function(self.acquisition, model.best_y_standardized_, self.xi)
         excluded = self._excluded(pending)
         result, info = _optimize_acquisition(self, gp, model, acquisition, incumbent, excluded, values, ok)
+        if self._trust_region is None:      # a trust region restarts on its own terms
+            x = untried_value_point(self.space, self._X, self._X[ok], values[ok], pending, incumbent,
+                                    lambda Z: self._acq_optimizer.score(model, acquisition, Z), self.untried_patience)
+            if x is not None:
+                result, info = dataclasses.replace(result, x=x), {**info, "untried_value": True}
         self._batch_candidates = result.candidates
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
                                      "n_pending": len(pending), **info}

@@ -231,7 +231,7 @@ class MixedAcquisitionOptimizer:
         self._begin(gp, None)
         try:
             X = self._random(self.n_random, rng)
-            values = self._score(gp, acquisition, X)
+            values = self.score(gp, acquisition, X)
             for i in np.argsort(-values, kind="stable"):
                 if not self._is_duplicate(X[i], exclude):
                     return AcquisitionResult(X[i].copy(), float(values[i]), 0, values[i:i + 1], X)
@@ -262,11 +262,11 @@ class MixedAcquisitionOptimizer:
         ``n_extra_starts`` of ``extra``, ranked apart), and return the best point that is not excluded."""
         space = self.space
         exclude = np.asarray(exclude, dtype=float).reshape(-1, space.n_dims)
-        values = self._score(gp, acquisition, candidates)
+        values = self.score(gp, acquisition, candidates)
         order = np.argsort(-values, kind="stable")
         starts = self._distinct_rows(candidates, order, n_starts, point_disjoint=self._pools_set_points())
         if extra is not None and len(extra) and n_extra_starts:
-            extra_values = self._score(gp, acquisition, extra)
+            extra_values = self.score(gp, acquisition, extra)
             extra_order = np.argsort(-extra_values, kind="stable")
             extra_starts = self._distinct_rows(extra, extra_order, n_extra_starts)
             starts = np.concatenate([starts, len(candidates) + extra_starts])
@@ -337,7 +337,7 @@ class MixedAcquisitionOptimizer:
             space.enforce_conditions(S, rng, previously_active=active)
         return self._unexplored.hold(S)
 
-    def _score(self, gp, acquisition, X):
+    def score(self, gp, acquisition, X):
         """Acquisition of many points, in batches (the cross-covariance runs in the backend).
 
         The batches are independent, so they run in threads, one core each: the
@@ -449,7 +449,7 @@ class MixedAcquisitionOptimizer:
             # (fixed default values for what a move activates, so the search converges)
             self.space.enforce_conditions(neighbours, previously_active=self.space.active_columns(X)[owner])
             self._unexplored.hold(neighbours)
-            values = self._score(gp, acquisition, neighbours)
+            values = self.score(gp, acquisition, neighbours)
         else:
             K_cross = kernel.neighbour_gram_batch(X, gp.X_train_, owner, var_index, new_state)
             mu, sigma = gp.predict_standardized_from_cross(K_cross, kernel.diag(neighbours))
@@ -504,7 +504,7 @@ class MixedAcquisitionOptimizer:
             # the region's points first; the whole space only when the region has none left
             for _ in range(10):
                 X = self._random(self.n_starts, rng)
-                values = self._score(gp, acquisition, X) if len(X) else X[:, 0]
+                values = self.score(gp, acquisition, X) if len(X) else X[:, 0]
                 for i in np.argsort(-values):
                     if not self._is_duplicate(X[i], exclude):
                         return AcquisitionResult(X[i], float(values[i]), n_rounds, start_values)
@@ -523,12 +523,12 @@ class MixedAcquisitionOptimizer:
                 if len(left) == 0:
                     raise SearchSpaceExhaustedError(
                         f"all {total} points of this purely discrete space have been evaluated or are pending")
-                values = self._score(gp, acquisition, left)
+                values = self.score(gp, acquisition, left)
                 best = int(np.argmax(values))
                 return AcquisitionResult(left[best], float(values[best]), n_rounds, start_values)
         for _ in range(100):
             X = self._unexplored.hold(space.sample_encoded(self.n_starts, seed=rng))
-            values = self._score(gp, acquisition, X)
+            values = self.score(gp, acquisition, X)
             for i in np.argsort(-values):
                 if not self._is_duplicate(X[i], exclude):
                     return AcquisitionResult(X[i], float(values[i]), n_rounds, start_values)

@@ -142,7 +142,7 @@ def test_threaded_scoring_matches_serial_scoring():
     scores = {}
     for threads in (1, 2):
         with ff.config_context(num_threads=threads):
-            scores[threads] = optimizer._score(gp, _acq(gp), candidates)
+            scores[threads] = optimizer.score(gp, _acq(gp), candidates)
     direct = _acq(gp)(*gp.predict_standardized(candidates))[0]
     # the 1,000-row call takes v = L⁻¹k* by a triangular product, the 64-row batches by a solve: equal
     # to rounding, which log-EI amplifies where σ² is a difference of nearly equal numbers.  Here the
