@@ -589,10 +589,12 @@ class Optimizer(_Surrogate, _TrialRecords):
         excluded = self._excluded(pending)
         result, info = _optimize_acquisition(self, gp, model, acquisition, incumbent, excluded, values, ok)
         if self._trust_region is None:      # a trust region restarts on its own terms
-            x = untried_value_point(self.space, self._X, self._X[ok], values[ok], pending, incumbent,
-                                    lambda Z: self._acq_optimizer.score(model, acquisition, Z), self.untried_patience)
-            if x is not None:
-                result, info = dataclasses.replace(result, x=x), {**info, "untried_value": True}
+            untried = untried_value_point(self.space, self._X, self._X[ok], values[ok], pending, incumbent,
+                                          lambda Z: self._acq_optimizer.score(model, acquisition, Z),
+                                          self.untried_patience)
+            if untried is not None:
+                x, value = untried
+                result, info = dataclasses.replace(result, x=x, value=value), {**info, "untried_value": True}
         self._batch_candidates = result.candidates
         self.last_suggestion_info = {"source": "model", "acquisition": result.value, "rounds": result.n_rounds,
                                      "n_pending": len(pending), **info}

@@ -69,7 +69,7 @@ def told_since_progress(X, values, columns):
 
 
 def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, score, patience):
-    """The encoded point to suggest instead of the acquisition's maximiser, or None.
+    """(the encoded point to suggest instead of the acquisition's maximiser, its acquisition), or None.
 
     Parameters
     ----------
@@ -104,4 +104,6 @@ def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, scor
     # a changed parent activates or clears its children: fixed defaults, so that the same history gives the
     # same point (a loaded journal continues as the run would have)
     space.enforce_conditions(Z, rng=None, previously_active=np.repeat(active[None, :], len(Z), axis=0))
-    return Z[int(np.argmax(score(Z)))]
+    scores = score(Z)
+    best = int(np.argmax(scores))
+    return Z[best], float(scores[best])

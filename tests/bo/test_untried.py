@@ -74,12 +74,12 @@ def test_no_second_untried_value_point_while_one_is_pending():
         return -Z[:, 1] - 100.0 * Z[:, 2]      # the lowest untried value of c (flag = "b" is untried too)
 
     pending = np.zeros((0, space.n_dims))
-    x = untried_value_point(space, X, X, values, pending, X[1], score, patience=2)
-    assert x is not None and x[1] == 2 and x[2] == X[1, 2] and x[0] == X[1, 0]
+    x, value = untried_value_point(space, X, X, values, pending, X[1], score, patience=2)
+    assert value == -2.0 and x[1] == 2 and x[2] == X[1, 2] and x[0] == X[1, 0]
     assert untried_value_point(space, X, X, values, x[None, :], X[1], score, patience=2) is None
     tried_before = X[2:3]                      # a pending point whose values are all tried: no hold
-    x2 = untried_value_point(space, X, X, values, tried_before, X[1], score, patience=2)
-    assert x2 is not None and x2[1] == 2
+    x2, _ = untried_value_point(space, X, X, values, tried_before, X[1], score, patience=2)
+    assert x2[1] == 2
     assert untried_value_point(space, X, X, values, pending, X[1], score, patience=3) is None
 
 
