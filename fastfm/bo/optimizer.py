@@ -591,7 +591,7 @@ class Optimizer(_Surrogate, _TrialRecords):
         if self._trust_region is None:      # a trust region restarts on its own terms
             untried = untried_value_point(self.space, self._X, self._X[ok], values[ok], pending, incumbent,
                                           lambda Z: self._acq_optimizer.score(model, acquisition, Z),
-                                          self.untried_patience)
+                                          self.untried_patience, self.n_init)
             if untried is not None:
                 x, value = untried
                 result, info = dataclasses.replace(result, x=x, value=value), {**info, "untried_value": True}

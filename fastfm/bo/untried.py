@@ -8,12 +8,12 @@ budget is left: a parameter with more values than the initial design has points 
 Ackley5C (five nominals of 17 values, 10 initial points) 13 of 30 runs sat at 0.3326 after 100 evaluations, one
 parameter one value off the optimum, and seed 10 never evaluated h1 = 7, 8 or 10 in 200 (h1 = 8 is the optimum's).
 
-What.  When ``patience`` told values have passed without a clear new best (better by more than
-CLEAR_IMPROVEMENT of the range of the told values) and without a point that brought a value not evaluated
-before, the next model suggestion is the incumbent with one of its nominal parameters set to a value that no
-told or pending point has: the one of highest acquisition among all such single changes.  At most one such
-point is pending at a time, and there are at most as many as there are untried values, so the cost is bounded
-by the space, not the budget.  Measured in docs/benchmarks/bo-efficiency.md ("Untried values of nominal
+What.  When ``patience`` told values have passed since the initial design without a clear new best (better by
+more than CLEAR_IMPROVEMENT of the range of the told values) and without a point that brought a value not
+evaluated before, the next model suggestion is the incumbent with one of its nominal parameters set to a value
+that no told or pending point has: the one of highest acquisition among all such single changes.  At most one
+such point is pending at a time, and there are at most as many as there are untried values, so the cost is
+bounded by the space, not the budget.  Measured in docs/benchmarks/bo-efficiency.md ("Untried values of nominal
 parameters").
 """
 import numbers
@@ -49,26 +49,30 @@ def _values_used(X, columns):
     return [set(np.unique(X[:, column]).astype(np.int64).tolist()) for column, _ in columns]
 
 
-def told_since_progress(X, values, columns):
-    """Told values since the later of the last clear new best and the last point that brought a nominal value
-    no earlier point had (0: the last told value was one of them)."""
+def told_since_progress(X, values, columns, n_init=1):
+    """Told values since the latest of the last clear new best, the last point that brought a nominal value no
+    earlier point had, and the last of the ``n_init`` initial points (0: the last told value was one of them).
+
+    The initial design counts as progress: a stall is one of the model's search, and right after a design whose
+    last points happened to bring nothing new (a conditional parameter's values, drawn only where it is active)
+    the model has not searched yet."""
     span = float(np.max(values) - np.min(values))
     tolerance = CLEAR_IMPROVEMENT * span
     seen = [set() for _ in columns]
-    best, last = np.inf, 0
+    best, last = np.inf, min(int(n_init), len(values)) - 1
     for i, value in enumerate(values):
         if value < best - tolerance:
-            last = i
+            last = max(last, i)
         best = min(best, value)
         for used, (column, n_values) in zip(seen, columns):
             state = int(X[i, column])
             if state < n_values and state not in used:
                 used.add(state)
-                last = i
+                last = max(last, i)
     return len(values) - 1 - last
 
 
-def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, score, patience):
+def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, score, patience, n_init=1):
     """(the encoded point to suggest instead of the acquisition's maximiser, its acquisition), or None.
 
     Parameters
@@ -80,6 +84,7 @@ def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, scor
     incumbent : (n_dims,) the best successful point
     score : callable (m, n_dims) -> (m,), the acquisition the suggestion maximises
     patience : int or None
+    n_init : int, the optimizer's initial points (the model's search, and a stall, begins after them)
     """
     columns = _nominal_columns(space)
     if patience is None or not columns or len(values_ok) == 0:
@@ -91,7 +96,7 @@ def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, scor
         if any(p - u for p, u in zip(pending_used, used)):
             return None
         used = [u | p for u, p in zip(used, pending_used)]
-    if told_since_progress(X_ok, values_ok, columns) < patience:
+    if told_since_progress(X_ok, values_ok, columns, n_init) < patience:
         return None
     active = space.active_columns(incumbent[None, :])[0]
     candidates = [(column, state) for (column, n_values), tried in zip(columns, used) if active[column]

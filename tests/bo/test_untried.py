@@ -40,6 +40,24 @@ def test_told_since_progress_counts_from_the_last_clear_best_or_new_value():
     assert told_since_progress(X, values, columns) == 4          # index 1: a new value (1) and a new best
     X[5, 1] = 3                                               # the last point brings value 3
     assert told_since_progress(X, values, columns) == 0
+    X[5, 1] = 0
+    assert told_since_progress(X, values, columns, n_init=4) == 2   # the initial design counts as progress
+    assert told_since_progress(X, values, columns, n_init=10) == 0   # still in the design
+
+
+def test_no_untried_value_point_before_the_model_has_searched_for_patience_steps():
+    # a conditional parameter is drawn only where it is active, so the design's last points may bring no new
+    # value; counted from the start, the design alone would already be a stall
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("root", ["a", "b", "c"]),
+                      ff.Categorical("leaf", list(range(8)), active_if={"root": ["c"]})])
+    opt = ff.Optimizer(space, n_init=6, seed=2, n_restarts=2, untried_patience=2)
+    flags = _untried_flags(opt, lambda c: 1.0, 6)
+    X, values = space.encode([t.config for t in opt.trials]), np.ones(6)
+    columns = [(space.n_continuous + j, p.n_states) for j, p in enumerate(space.discrete_params)]
+    assert told_since_progress(X, values, columns) >= 2
+    assert told_since_progress(X, values, columns, n_init=6) == 0
+    flags += _untried_flags(opt, lambda c: 1.0, 2)
+    assert not any(flags)                     # the design and the model's first 2 steps
 
 
 def test_a_stalled_run_tries_every_untried_value_at_the_incumbent():
