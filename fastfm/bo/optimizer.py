@@ -244,10 +244,10 @@ class Optimizer(_Surrogate, _TrialRecords):
         Exploration margin of "logei" and "ei", in standardised units of the modelled y: improvement counts
         below best − xi only, so that moves predicted to gain less are not chased (ignored by "ucb").
     untried_patience : int or None, default DEFAULT_PATIENCE (5)
-        After this many told values without a clear new best or a newly tried value, the next model suggestion is
-        the incumbent with one nominal parameter set to a value no point has used yet (the GP predicts such a
-        value as the average of the others, so expected improvement alone may never try it;
-        ``fastfm.bo.untried``); ``last_suggestion_info["untried_value"]`` marks it.  None: never.
+        After this many told values since the initial design without a clear new best or a newly tried value, the
+        next model suggestion is the incumbent with one nominal parameter set to a value no point has used yet
+        (the GP predicts such a value as the average of the others, so expected improvement alone may never try
+        it; ``fastfm.bo.untried``); ``last_suggestion_info["untried_value"]`` marks it.  None: never.
     n_restarts : int, default 10
         Random restarts of the marginal-likelihood maximisation at the first fit and the full refits (where the
         told values have grown by a quarter); a warm refit in between runs WARM_RESTARTS, raced against the
