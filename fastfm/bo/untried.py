@@ -96,12 +96,12 @@ def untried_value_point(space, X_told, X_ok, values_ok, pending, incumbent, scor
         if any(p - u for p, u in zip(pending_used, used)):
             return None
         used = [u | p for u, p in zip(used, pending_used)]
-    if told_since_progress(X_ok, values_ok, columns, n_init) < patience:
-        return None
     active = space.active_columns(incumbent[None, :])[0]
     candidates = [(column, state) for (column, n_values), tried in zip(columns, used) if active[column]
                   for state in range(n_values) if state not in tried]
-    if not candidates:
+    # no untried value (every binary problem after its design) before the stall count, a Python pass over the
+    # history (~6 ms at 200 told values of 60 nominals)
+    if not candidates or told_since_progress(X_ok, values_ok, columns, n_init) < patience:
         return None
     Z = np.repeat(incumbent[None, :], len(candidates), axis=0)
     for row, (column, state) in enumerate(candidates):
