@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fastfm as ff
-from fastfm.bo.untried import CLEAR_IMPROVEMENT, told_since_progress, untried_value_point
+from fastfm.bo.untried import CLEAR_IMPROVEMENT, _nominal_columns, told_since_progress, untried_value_point
 
 N_VALUES = 16
 
@@ -53,7 +53,7 @@ def test_no_untried_value_point_before_the_model_has_searched_for_patience_steps
     opt = ff.Optimizer(space, n_init=6, seed=2, n_restarts=2, untried_patience=2)
     flags = _untried_flags(opt, lambda c: 1.0, 6)
     X, values = space.encode([t.config for t in opt.trials]), np.ones(6)
-    columns = [(space.n_continuous + j, p.n_states) for j, p in enumerate(space.discrete_params)]
+    columns = _nominal_columns(space)         # the columns the optimizer counts
     assert told_since_progress(X, values, columns) >= 2
     assert told_since_progress(X, values, columns, n_init=6) == 0
     flags += _untried_flags(opt, lambda c: 1.0, 2)
