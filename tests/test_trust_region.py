@@ -9,6 +9,7 @@ import pytest
 import _bo_objectives as objectives
 import fastfm as ff
 from fastfm.acquisition import log_expected_improvement_and_grad
+from fastfm.gp import fantasy
 from fastfm.gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior, dimension_scaled_hyperparameter_prior
 from fastfm.optim import MixedAcquisitionOptimizer
 from fastfm.optim.trust_region import (TrustRegion, TrustRegionState, region_around, trust_region_setting,
@@ -68,7 +69,12 @@ def test_every_candidate_of_the_acquisition_optimizer_stays_in_the_region(fitted
     result = optimizer.optimize(gp, acquisition, centre, X, rng, region=region)
     assert region.contains(result.x, space)[0]
     assert np.all(region.contains(result.candidates, space))      # local optima and scored fallbacks alike
-    following = optimizer.optimize_next(gp, acquisition, result.candidates, np.vstack([X, result.x]), rng,
+    # the next point of a batch is searched on the model conditioned on the first, as Optimizer.ask(n) does (on the
+    # same model a converged local search finds the first point's maximum again, to within its tolerance)
+    model = fantasy.condition_on(gp, result.x[None, :])
+    acquisition_next = lambda mu, sigma: log_expected_improvement_and_grad(  # noqa: E731
+        mu, sigma, model.best_y_standardized_)
+    following = optimizer.optimize_next(model, acquisition_next, result.candidates, np.vstack([X, result.x]), rng,
                                         region=region)
     assert region.contains(following.x, space)[0]
     assert not np.allclose(following.x, result.x)

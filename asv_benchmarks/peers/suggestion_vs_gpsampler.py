@@ -14,9 +14,12 @@ fastfm space as ``head_to_head.py`` maps it.
 
 ``--kernels auto modlap`` times one fastfm optimizer per kernel name on the same observations (each told its own
 suggestions), in turn with GPSampler; default: the library's default, "auto", whose cells also say how many of
-the timed suggestions used AdditiveFM (the kernel its last full refit chose).
+the timed suggestions used AdditiveFM (the kernel its last full refit chose).  ``--acq-options JSON`` times, next
+to each kernel's default optimizer, one more with those ``acq_options`` (e.g. ``'{"lbfgs_iterations_per_round": 5}'``,
+the lockstep local search of every space before 2026-12-03) on the same observations, in the same alternation.
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -30,7 +33,7 @@ import _common                                           # noqa: E402
 from head_to_head import _optuna_suggest, peer_dims     # noqa: E402
 
 
-def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
+def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",), acq_options=None):
     import optuna
     from threadpoolctl import threadpool_limits
 
@@ -41,6 +44,10 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
     dims = peer_dims(problem.space)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
     optimizers = {kernel: fastfm.Optimizer(problem.space, kernel=kernel, seed=seed) for kernel in kernels}
+    if acq_options:
+        optimizers.update({_with_options(kernel, acq_options): fastfm.Optimizer(problem.space, kernel=kernel, seed=seed,
+                                                                                acq_options=acq_options)
+                           for kernel in kernels})
     for _ in range(n_obs - 1):
         trial = study.ask()
         config = _optuna_suggest(trial, problem.space, dims)
@@ -49,8 +56,8 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
         for optimizer in optimizers.values():
             optimizer.tell(config, value)
     study.sampler = optuna.samplers.GPSampler(seed=seed)
-    times = {**{kernel: [] for kernel in kernels}, "gpsampler": []}
-    times["chosen"] = {kernel: [] for kernel in kernels}
+    times = {**{kernel: [] for kernel in optimizers}, "gpsampler": []}
+    times["chosen"] = {kernel: [] for kernel in optimizers}
 
     def fastfm_step(optimizer):
         start = time.perf_counter()
@@ -82,6 +89,11 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",)):
     return times
 
 
+def _with_options(kernel, acq_options):
+    """The column name of ``kernel``'s optimizer with ``acq_options``."""
+    return f"{kernel} {json.dumps(acq_options)}"
+
+
 def _choices(chosen):
     """A cell's note of kernel="auto"'s choices, ' (AdditiveFM k/n)'; '' for a single kernel."""
     if all(name is None for name in chosen):
@@ -96,21 +108,25 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernels", nargs="+", default=["auto"], help="fastfm kernel names, each timed")
+    parser.add_argument("--acq-options", type=json.loads, default=None,
+                        help="JSON dict: also time each kernel's optimizer with these acq_options")
     args = parser.parse_args(argv)
+    names = list(args.kernels) + ([_with_options(kernel, args.acq_options) for kernel in args.kernels]
+                                  if args.acq_options else [])
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     warnings.simplefilter("ignore")
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     meta = _common.header(args)
-    columns = [f"fastfm ({kernel}) s/suggestion | GPSampler / fastfm ({kernel})" for kernel in args.kernels]
+    columns = [f"fastfm ({kernel}) s/suggestion | GPSampler / fastfm ({kernel})" for kernel in names]
     print(f"| problem | observations | GPSampler s/suggestion | {' | '.join(columns)} |")
-    print("| --- " * (3 + 2 * len(args.kernels)) + "|")
+    print("| --- " * (3 + 2 * len(names)) + "|")
     for name in args.problems:
         for n in args.n_obs:
-            times = measure(name, n, args.repeats, args.seed, args.kernels)
+            times = measure(name, n, args.repeats, args.seed, args.kernels, args.acq_options)
             peer = np.mean(times["gpsampler"])
             cells = [f"{np.mean(times[kernel]):.3f}{_choices(times['chosen'][kernel])} | "
-                     f"{peer / np.mean(times[kernel]):.2f}×" for kernel in args.kernels]
+                     f"{peer / np.mean(times[kernel]):.2f}×" for kernel in names]
             print(f"| {name} | {n} | {peer:.3f} | {' | '.join(cells)} |", flush=True)
     _common.finish(meta, [], None)
 

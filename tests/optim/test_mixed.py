@@ -99,6 +99,38 @@ def test_local_search_improves_on_its_starts():
     assert result.n_rounds >= 1
 
 
+def test_mixed_space_runs_each_continuous_step_to_convergence_on_its_own(monkeypatch):
+    """With discrete and continuous variables, each round's continuous step is every start's own quasi-Newton run to
+    convergence (``_independent_runs``): the search ends at points where the acquisition's projected gradient in the
+    continuous coordinates vanishes, in no more rounds and no lower than the lockstep L-BFGS-B's 5 iterations a round
+    from the same starts; an explicit ``lbfgs_iterations_per_round`` keeps the lockstep run."""
+    from fastfm.optim import mixed
+
+    space = ff.Space([ff.Real("u", 0, 1), ff.Real("w", 0, 1), ff.Categorical("h", list(range(5)))])
+    gp, X, _ = _fitted_gp(space, lambda x: np.sin(5 * x[0]) * (x[1] - 0.6) ** 2 + 0.2 * (x[2] != 3), 25, seed=4)
+    acquisition = _acq(gp)
+    starts = space.sample_encoded(10, seed=7)
+    start_values = acquisition(*gp.predict_standardized(starts))[0]
+    calls = []
+    independent_runs = mixed._independent_runs
+    monkeypatch.setattr(mixed, "_independent_runs", lambda *args: calls.append(args[-1]) or independent_runs(*args))
+    default = MixedAcquisitionOptimizer(space)
+    X_runs, runs, rounds = default._local_search(gp, acquisition, starts.copy(), start_values.copy())
+    assert calls and set(calls) == {mixed.MIXED_ITERATIONS_PER_ROUND}
+    mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(X_runs)
+    _, dvalue_dmu, dvalue_dsigma = acquisition(mu, sigma)
+    gradient = dvalue_dmu[:, None] * dmu + dvalue_dsigma[:, None] * dsigma
+    C = X_runs[:, :space.n_continuous]
+    projected = np.clip(C + gradient, 0.0, 1.0) - C
+    assert np.max(np.abs(projected)) < 1e-3 * np.maximum(1.0, np.abs(runs)).max()
+    calls.clear()
+    lockstep = MixedAcquisitionOptimizer(space, lbfgs_iterations_per_round=5)
+    _, lockstep_runs, lockstep_rounds = lockstep._local_search(gp, acquisition, starts.copy(), start_values.copy())
+    assert not calls
+    assert rounds <= lockstep_rounds
+    assert runs.max() >= lockstep_runs.max() - 1e-6 * max(1.0, abs(lockstep_runs.max()))
+
+
 def test_set_space_runs_each_start_on_its_own_and_beats_the_lockstep_run():
     """A set space has no discrete part: one batched quasi-Newton run per start (one 'round'), whose optima are at
     least the lockstep L-BFGS-B's on the same starts (its restarts drop the curvature pairs)."""
@@ -156,6 +188,8 @@ def test_bad_settings_are_rejected():
     space = ff.Space([ff.Real("u", 0, 1)])
     with pytest.raises(ValueError, match="n_starts"):
         MixedAcquisitionOptimizer(space, n_starts=0)
+    with pytest.raises(ValueError, match="lbfgs_iterations_per_round"):
+        MixedAcquisitionOptimizer(space, lbfgs_iterations_per_round=0)
 
 
 # ------------------------------------------------------------ conditional spaces (SPEC §3)
