@@ -43,11 +43,8 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",), acq_options
     problem = get_problem(problem_name)
     dims = peer_dims(problem.space)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
-    optimizers = {kernel: fastfm.Optimizer(problem.space, kernel=kernel, seed=seed) for kernel in kernels}
-    if acq_options:
-        optimizers.update({_with_options(kernel, acq_options): fastfm.Optimizer(problem.space, kernel=kernel, seed=seed,
-                                                                                acq_options=acq_options)
-                           for kernel in kernels})
+    optimizers = {name: fastfm.Optimizer(problem.space, kernel=kernel, seed=seed, acq_options=options)
+                  for name, kernel, options in _variants(kernels, acq_options)}
     for _ in range(n_obs - 1):
         trial = study.ask()
         config = _optuna_suggest(trial, problem.space, dims)
@@ -89,9 +86,13 @@ def measure(problem_name, n_obs, repeats, seed, kernels=("modlap",), acq_options
     return times
 
 
-def _with_options(kernel, acq_options):
-    """The column name of ``kernel``'s optimizer with ``acq_options``."""
-    return f"{kernel} {json.dumps(acq_options)}"
+def _variants(kernels, acq_options):
+    """(column name, kernel, acq_options) of each timed fastfm optimizer: every kernel with the default search, and
+    with ``acq_options`` too when given."""
+    variants = [(kernel, kernel, None) for kernel in kernels]
+    if acq_options:
+        variants += [(f"{kernel} {json.dumps(acq_options)}", kernel, acq_options) for kernel in kernels]
+    return variants
 
 
 def _choices(chosen):
@@ -111,8 +112,7 @@ def main(argv=None):
     parser.add_argument("--acq-options", type=json.loads, default=None,
                         help="JSON dict: also time each kernel's optimizer with these acq_options")
     args = parser.parse_args(argv)
-    names = list(args.kernels) + ([_with_options(kernel, args.acq_options) for kernel in args.kernels]
-                                  if args.acq_options else [])
+    names = [name for name, _, _ in _variants(args.kernels, args.acq_options)]
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     warnings.simplefilter("ignore")
     import optuna
