@@ -214,6 +214,14 @@ def _row_weights(tables, D):
 # Entries of K recomputed at a time for the unit-diagonal β share (at most 8 MB of them).
 _SHARE_BLOCK_ENTRIES = 1 << 20
 
+# A GP likelihood evaluation (``_FMLikelihoodTerms``) keeps a copy of the unscaled Gram of up to this many entries
+# (4 MB: N ≤ 724) for that share, instead of recomputing it a block of rows at a time after the factorisation has
+# overwritten K.  The recomputation was as long as the Gram itself: on the NAS-like space at N = 200 (ten ordinal
+# variables, so a unit-diagonal scaling) 3.8 of a likelihood evaluation's ~10 ms, one thread
+# (docs/benchmarks/suggestion.md, "Keeping the unscaled Gram for the gradient").  Above it the blocks keep the
+# likelihood at one N × N array.
+_SHARE_CACHE_ENTRIES = 1 << 19
+
 
 def _unit_diagonal_reduction(reduce, gram_rows, W_off, w, G, beta_start, symmetric_weights):
     """Σ_ab W_ab ∂k̃_ab/∂θ over a ≠ b for k̃ = w_a K_ab w_b (module docstring, "Unit diagonal").
@@ -584,7 +592,8 @@ class _FMLikelihoodTerms:
         # False when every graph is vertex-transitive (nominal-only spaces): no unit-diagonal scaling, no
         # zero-distance β tables (looked up once here, not at every θ)
         self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
-        self._at = None     # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling) at the last θ
+        # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ
+        self._at = None
 
     def _arguments(self, theta):
         """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
@@ -620,11 +629,14 @@ class _FMLikelihoodTerms:
         K = self._gram(C, self.D, None, None, *args)
         tables = (_unit_diagonal_tables(self.kernel.space, self.modulation, betas)
                   if self.unit_diagonal and self._has_deviations else None)
-        scaling = None
+        scaling = unscaled = None
         if tables is not None:
             scaling = _row_weights(tables, self.D)
+            # the reduction's β share reads the unscaled K after the caller has overwritten it (_SHARE_CACHE_ENTRIES)
+            unscaled = K.copy() if K.size <= _SHARE_CACHE_ENTRIES else None
             _scale_in_place(K, scaling[0], scaling[0])
-        self._at = (C, args, dlog_c, betas, K.diagonal().copy(), scaling)   # the caller may add noise to K's diagonal
+        # the caller may add noise to K's diagonal: its diagonal is kept apart
+        self._at = (C, args, dlog_c, betas, K.diagonal().copy(), scaling, unscaled)
         return K
 
     def gram_on_device(self, theta):
@@ -632,7 +644,7 @@ class _FMLikelihoodTerms:
         from .._backends import cuda_linalg
         C, args, dlog_c, betas = self._arguments(theta)
         K = self.device.fm_gram_device(C, self.D, *args)
-        self._at = (C, args, dlog_c, betas, cuda_linalg.diagonal(K), None)
+        self._at = (C, args, dlog_c, betas, cuda_linalg.diagonal(K), None, None)
         return K
 
     def reduction(self, W):
@@ -648,12 +660,13 @@ class _FMLikelihoodTerms:
         """Σ W ∂K/∂θ at the last ``gram``'s θ from W's off-diagonal part and its diagonal.
 
         The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal)."""
-        C, args, dlog_c, betas, K_diag, scaling = self._at
+        C, args, dlog_c, betas, K_diag, scaling, unscaled = self._at
         if scaling is not None:   # unit diagonal (FMKernel._reduction_split_at_the_diagonal)
             w, G = scaling
             vector = _unit_diagonal_reduction(
                 lambda scaled: _fm_reduction_vector(*self._grad_reduction(C, self.D, scaled, *args, True), dlog_c),
-                lambda rows: self._gram(C[rows], self.D[rows], C, self.D, *args),
+                ((lambda rows: unscaled[rows]) if unscaled is not None
+                 else (lambda rows: self._gram(C[rows], self.D[rows], C, self.D, *args))),
                 W_off, w, G, self.n_continuous + self.n_discrete, True)
             vector[-1] += float(np.sum(w_diag * K_diag))
             return vector[self.mask]

@@ -113,8 +113,13 @@ def test_gradients_match_finite_differences(space, name, backend):
                                kernel.gradient_reduction(X, U @ Z.T), rtol=1e-9, atol=1e-10 * scale)
 
 
+@pytest.mark.parametrize("keeps_unscaled_gram", [True, False])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_likelihood_terms_agree_with_the_kernel(space, backend):
+def test_likelihood_terms_agree_with_the_kernel(space, backend, keeps_unscaled_gram, monkeypatch):
+    """Both ways to the reduction's β share: a copy of the unscaled Gram kept from ``gram`` (small N), and its
+    rows recomputed block by block (fm._SHARE_CACHE_ENTRIES)."""
+    if not keeps_unscaled_gram:
+        monkeypatch.setattr(ff.kernels.fm, "_SHARE_CACHE_ENTRIES", 0)
     X = space.sample_encoded(20, seed=8)
     kernel = _kernel("ModLap", space, backend)
     terms = kernel._likelihood_terms(X)
