@@ -14,11 +14,12 @@ import numpy as np
 from ..exceptions import FastFMError
 from ..gp._data import resolve_y_transform
 from ..gp.priors import default_hyperparameter_prior, dimension_scaled_hyperparameter_prior
-from ..gp.selection import select_by_loo
+from ..gp.selection import loo_difference, select_by_loo
 from ..kernels import Kernel, make_kernel
 
 __all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS",
-           "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS", "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
+           "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS", "RIVAL_WARM_STANDARD_ERRORS", "Y_TRANSFORM_CANDIDATES",
+           "Y_TRANSFORM_CHOICE_BELOW"]
 
 _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
@@ -81,6 +82,11 @@ class _Surrogate:
             record["n_finalists"] = WARM_FINALISTS    # journals written before: no key, no racing on replay
         if len(self._kernels) > 1:     # the kernel the warm start belongs to (journals of one kernel: no key)
             record["warm_kernel"] = None if self._fit_record is None else self._fit_record["kernel"]
+            # a ModLap far behind at the last full fit (RIVAL_WARM_STANDARD_ERRORS): carried by the warm fits, and
+            # the next full fit refits it from there (journals written before: no key, every candidate in full)
+            rival = None if self._fit_record is None else self._fit_record.get("rival")
+            if rival is not None:
+                record["rival_start" if _is_full_fit(warm is not None, self.n_told) else "rival"] = rival
         if self._chooses_y_transform():    # the transforms this fit may use (journals written before: no key)
             full = _is_full_fit(warm is not None, self.n_told)
             kept = self.log_transform_y if self._fit_record is None else self._fit_record.get("transform", "auto")
@@ -117,10 +123,12 @@ class _Surrogate:
         names = list(self._kernels) if full or len(self._kernels) == 1 else [record["warm_kernel"]]
         transforms = _transforms_for(record.get("transforms"), y)
         kept = None if transforms is None else transforms[0]
+        rival_start = record.get("rival_start")
         gps, errors = {}, []
         for name in names:
             try:
-                gps[name] = self._fit_kernel(name, record, warm_kernel, X, y, kept)
+                rival = rival_start if rival_start is not None and rival_start["kernel"] == name else None
+                gps[name] = self._fit_kernel(name, record, warm_kernel, X, y, kept, rival=rival)
             except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
                 errors.append(exc)
         if not gps:
@@ -129,6 +137,13 @@ class _Surrogate:
                 if len(gps) > 1 else next(iter(gps)))
         if len(self._kernels) > 1:
             record["kernel"] = name
+        if len(gps) > 1:
+            record.pop("rival", None)
+            if name == "modlap_additive" and "modlap" in gps:
+                ahead, standard_error = loo_difference(gps[name], gps["modlap"])
+                if ahead > RIVAL_WARM_STANDARD_ERRORS * standard_error:
+                    record["rival"] = {"kernel": "modlap", "params": _kernel_values(gps["modlap"].kernel_),
+                                       "noise": float(gps["modlap"].noise_)}
         if transforms is None:
             return gps[name]
         fits = {kept: gps[name]}
@@ -140,10 +155,11 @@ class _Surrogate:
         record["transform"] = select_by_loo(fits, y)
         return fits[record["transform"]]
 
-    def _fit_kernel(self, name, record, warm_kernel, X, y, log_transform_y=None, start=None):
+    def _fit_kernel(self, name, record, warm_kernel, X, y, log_transform_y=None, start=None, rival=None):
         """The GP with candidate kernel ``name`` fitted to (X, y) as ``record`` says (y through
-        ``log_transform_y``, by default the optimizer's option), or, given ``start`` (a fitted GP), from its
-        optimum with the restarts and racing of a warm refit."""
+        ``log_transform_y``, by default the optimizer's option), or, given ``start`` (a fitted GP) or ``rival``
+        (a record's {"params", "noise"} of this kernel), from that optimum with the restarts and racing of a warm
+        refit."""
         from ..gp import GaussianProcessRegressor
 
         # warm start: the previous fit's hyperparameters are the first restart (its kernel object when this
@@ -161,10 +177,10 @@ class _Surrogate:
             options["noise"] = warm[1]
         if record.get("n_finalists") is not None:
             options["n_finalists"] = record["n_finalists"]
-        if start is not None:
-            kernel = start.kernel_
-            options.update(noise=start.noise_, n_restarts=min(options["n_restarts"], WARM_RESTARTS),
-                           n_finalists=WARM_FINALISTS)
+        if start is not None or rival is not None:
+            kernel = start.kernel_ if start is not None else _with_kernel_values(kernel, rival["params"])
+            options.update(noise=start.noise_ if start is not None else rival["noise"],
+                           n_restarts=min(options["n_restarts"], WARM_RESTARTS), n_finalists=WARM_FINALISTS)
         options.update(self.gp_options)
         gp = GaussianProcessRegressor(kernel, random_state=record["seed"], **options)
         with warnings.catch_warnings():
@@ -267,6 +283,16 @@ ADDITIVE_MAX_DIMS = 20
 # Ackley5C level at 60 and 0.94 -> 1.10 at 30 (1.9 s.e., 30 seeds) (docs/benchmarks/bo-efficiency.md, "Keeping
 # AdditiveFM unless ModLap is clearly ahead").  0 is the plain choice, the default before 2026-12-03.
 KERNEL_CHOICE_STANDARD_ERRORS = 2.0
+
+# ... and where a full refit keeps AdditiveFM with ModLap behind by more than this many standard errors, the next
+# full refit fits ModLap from its own optimum as a warm refit does (WARM_RESTARTS, raced), not from 11 starts: its
+# value there is only whether it has come back within reach.  AdditiveFM holds ModLap as its product part, and on
+# the paper's and the HPO problems ModLap falls behind for good once AdditiveFM's terms have the data (SVM, three
+# runs of 100 evaluations: ahead at 10-29 told values, from 36 on behind by 1.2-5.4 standard errors, 3-41 nats,
+# more with every refit).  ModLap's full fit was a third of a full refit (SVM at 109 told values: 0.43 of 1.40 s,
+# one thread), and every fit kept the same kernel (docs/benchmarks/suggestion.md, "A far-behind ModLap refitted
+# warm").
+RIVAL_WARM_STANDARD_ERRORS = 3.0
 
 
 # log_transform_y="auto" chooses at the first fit and at the full refits (below Y_TRANSFORM_CHOICE_BELOW told

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 __all__ = ["loo_log_predictive_density", "loo_log_predictive_densities", "log_jacobian_of_targets",
-           "select_by_loo"]
+           "select_by_loo", "loo_difference"]
 
 
 def loo_log_predictive_density(gp, y=None):
@@ -124,8 +124,22 @@ def select_by_loo(gps, y=None, preferred=None, standard_errors=0.0):
     scores = {name: float(np.sum(values)) for name, values in points.items()}
     best = max(names, key=lambda name: (scores[name], -names.index(name)))
     if preferred in gps and best != preferred:
-        difference = points[best] - points[preferred]
-        standard_error = np.sqrt(len(difference)) * np.std(difference, ddof=1) if len(difference) > 1 else 0.0
-        if scores[best] - scores[preferred] <= standard_errors * standard_error:
+        ahead, standard_error = _paired_difference(points[best], points[preferred])
+        if ahead <= standard_errors * standard_error:
             return preferred
     return best
+
+
+def loo_difference(gp, other):
+    """(Σ_i d_i, its standard error √n · std_i(d_i)) for d_i = log p(y_i | ...) of ``gp`` minus ``other``'s:
+    how far ``gp`` is ahead of ``other`` by leave-one-out predictive density (``select_by_loo``'s paired
+    comparison).  Both fitted exactly to the same standardised targets."""
+    if not np.array_equal(gp.y_train_, other.y_train_):
+        raise ValueError("loo_difference: the two GPs were fitted to different targets")
+    return _paired_difference(loo_log_predictive_densities(gp), loo_log_predictive_densities(other))
+
+
+def _paired_difference(first, second):
+    difference = first - second
+    standard_error = np.sqrt(len(difference)) * np.std(difference, ddof=1) if len(difference) > 1 else 0.0
+    return float(np.sum(difference)), float(standard_error)

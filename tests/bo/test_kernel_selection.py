@@ -96,3 +96,54 @@ def test_main_effects_in_a_run_choose_the_additive_kernel():
         opt = ff.Optimizer(SPACE, seed=seed, n_restarts=3)
         final.append(_run(opt, 30)[-1][1])
     assert final == ["modlap_additive"] * 3
+
+
+
+def test_a_far_behind_modlap_is_refitted_warm_and_a_journal_replays_it(tmp_path, monkeypatch):
+    """RIVAL_WARM_STANDARD_ERRORS: once a full refit keeps AdditiveFM with ModLap behind by more than that many
+    standard errors, the next full refit starts ModLap at its recorded optimum with a warm refit's restarts and
+    racing (the warm fits between carry the record), and compares it again; a loaded journal does the same."""
+    fits, behind = [], {}
+    original_fit, original_difference = surrogate._Surrogate._fit_kernel, surrogate.loo_difference
+
+    def recording_fit(self, name, record, *args, rival=None, **options):
+        gp = original_fit(self, name, record, *args, rival=rival, **options)
+        fits.append((record["n_told"], name, rival, gp.n_restarts, gp.n_finalists))
+        return gp
+
+    def recording_difference(gp, other):
+        ahead, standard_error = original_difference(gp, other)
+        behind[gp.X_train_.shape[0]] = ahead / standard_error
+        return ahead, standard_error
+    monkeypatch.setattr(surrogate._Surrogate, "_fit_kernel", recording_fit)
+    monkeypatch.setattr(surrogate, "loo_difference", recording_difference)
+    path = tmp_path / "run.jsonl"
+    opt = ff.Optimizer(SPACE, n_init=6, seed=0, n_restarts=3, storage=path)
+    records = {}
+    for _ in range(40):
+        x = opt.ask()
+        if opt._fit_record is not None:
+            records[opt.n_told] = dict(opt._fit_record)
+        opt.tell(x, _additive_objective(x))
+    full = [n for n in records if _is_full_refit(n)]
+    assert {n for n in full if "rival" in records[n]} == \
+        {n for n in full if behind.get(n, 0.0) > surrogate.RIVAL_WARM_STANDARD_ERRORS}
+    assert all(records[n].get("rival") == records[n - 1].get("rival") for n in records if n - 1 in records
+               and not _is_full_refit(n))           # carried by the warm fits
+    warm_modlap = [(n, rival, restarts, finalists) for n, name, rival, restarts, finalists in fits
+                   if name == "modlap" and rival is not None]
+    assert warm_modlap, behind                  # the run has such a refit
+    for n, rival, restarts, finalists in warm_modlap:
+        assert _is_full_refit(n) and records[n - 1]["rival"] == rival == records[n]["rival_start"]
+        assert (restarts, finalists) == (surrogate.WARM_RESTARTS, surrogate.WARM_FINALISTS)
+    # every other fit of ModLap at a full refit runs all its starts
+    assert all(restarts == 3 for n, name, rival, restarts, _ in fits if name == "modlap" and rival is None)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copyfile(path, copy)
+    loaded = ff.Optimizer.load(copy)
+    assert loaded._fit_record == opt._fit_record
+    for _ in range(12):                         # through the next full refit
+        a, b = opt.ask(), loaded.ask()
+        assert a == b and opt._fit_record == loaded._fit_record
+        opt.tell(a, _additive_objective(a))
+        loaded.tell(b.trial_id, _additive_objective(b))

@@ -6,8 +6,8 @@ from scipy.stats import norm
 
 import fastfm as ff
 from fastfm.gp import GaussianProcessRegressor
-from fastfm.gp.selection import (log_jacobian_of_targets, loo_log_predictive_densities, loo_log_predictive_density,
-                                 select_by_loo)
+from fastfm.gp.selection import (log_jacobian_of_targets, loo_difference, loo_log_predictive_densities,
+                                 loo_log_predictive_density, select_by_loo)
 from fastfm.kernels import AdditiveFM, ModLap
 
 SPACE = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("a", list(range(4))), ff.Categorical("b", list(range(4)))])
@@ -183,3 +183,27 @@ def test_transforms_are_compared_by_the_density_of_y():
         select_by_loo({"copula": copula, "plain": fits[False]}, well)
     # one transform among all: the Jacobian is common, the comparison that of the targets
     assert select_by_loo({"a": copula, "b": copula}, well) == "a"
+
+
+def test_the_paired_difference_and_the_margin_of_the_choice():
+    """``loo_difference``: the sum of the pointwise density differences, antisymmetric, with the paired standard
+    error √n · std(d_i); ``select_by_loo`` keeps the preferred fit exactly while the other is ahead by no more than
+    ``standard_errors`` of them."""
+    X, y = _data(30, 4)
+    modlap = GaussianProcessRegressor(ModLap(SPACE, unit_diagonal=True), n_restarts=2, random_state=0).fit(X, y)
+    additive = GaussianProcessRegressor(AdditiveFM(SPACE), n_restarts=2, random_state=0).fit(X, y)
+    ahead, standard_error = loo_difference(additive, modlap)
+    d = loo_log_predictive_densities(additive) - loo_log_predictive_densities(modlap)
+    assert ahead == pytest.approx(np.sum(d)) and ahead == pytest.approx(
+        loo_log_predictive_density(additive) - loo_log_predictive_density(modlap))
+    assert standard_error == pytest.approx(np.sqrt(30) * np.std(d, ddof=1)) and standard_error > 0
+    back, back_error = loo_difference(modlap, additive)
+    assert back == pytest.approx(-ahead) and back_error == pytest.approx(standard_error)
+    assert ahead > 0       # main effects: AdditiveFM ahead
+    fits = {"modlap": modlap, "additive": additive}
+    margin = ahead / standard_error
+    assert select_by_loo(fits, preferred="modlap", standard_errors=0.99 * margin) == "additive"
+    assert select_by_loo(fits, preferred="modlap", standard_errors=1.01 * margin) == "modlap"
+    other = GaussianProcessRegressor(ModLap(SPACE), n_restarts=1, random_state=0).fit(X, y + np.arange(30.0))
+    with pytest.raises(ValueError, match="different targets"):
+        loo_difference(additive, other)
