@@ -112,7 +112,8 @@ class _Surrogate:
 
     def _fit(self, record, warm_kernel=None):
         """The GP of a fit record: the one candidate kernel, or with several (kernel="auto") the one fitted since
-        the last full refit, and at a full refit each of them, keeping AdditiveFM unless ModLap is ahead by
+        the last full refit, and at a full refit each of them (a ModLap far behind at the last one from its own
+        optimum: RIVAL_WARM_STANDARD_ERRORS, ``record["rival"]``), keeping AdditiveFM unless ModLap is ahead by
         leave-one-out predictive density (KERNEL_CHOICE_STANDARD_ERRORS; the choice goes into
         ``record["kernel"]``).  With log_transform_y="auto" the record lists the transforms of y: the kept one,
         which every kernel is fitted to, and at a full fit the other candidates (Y_TRANSFORM_CANDIDATES), each
