@@ -78,7 +78,8 @@ class _Surrogate:
         warm = None if self._fit_record is None else [self._fit_record["params"], self._fit_record["noise"]]
         record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm,
                   "n_restarts": _restarts_of_fit(self.n_restarts, warm is not None, self.n_told)}
-        if not _is_full_fit(warm is not None, self.n_told) and _admits_additive(self.space):
+        full = _is_full_fit(warm is not None, self.n_told)
+        if not full and _admits_additive(self.space):
             record["n_finalists"] = WARM_FINALISTS    # journals written before: no key, no racing on replay
         if len(self._kernels) > 1:     # the kernel the warm start belongs to (journals of one kernel: no key)
             record["warm_kernel"] = None if self._fit_record is None else self._fit_record["kernel"]
@@ -86,9 +87,8 @@ class _Surrogate:
             # the next full fit refits it from there (journals written before: no key, every candidate in full)
             rival = None if self._fit_record is None else self._fit_record.get("rival")
             if rival is not None:
-                record["rival_start" if _is_full_fit(warm is not None, self.n_told) else "rival"] = rival
+                record["rival_start" if full else "rival"] = rival
         if self._chooses_y_transform():    # the transforms this fit may use (journals written before: no key)
-            full = _is_full_fit(warm is not None, self.n_told)
             kept = self.log_transform_y if self._fit_record is None else self._fit_record.get("transform", "auto")
             if self.n_told >= Y_TRANSFORM_CHOICE_BELOW:
                 record["transforms"] = ["auto"]

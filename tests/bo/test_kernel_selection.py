@@ -98,7 +98,6 @@ def test_main_effects_in_a_run_choose_the_additive_kernel():
     assert final == ["modlap_additive"] * 3
 
 
-
 def test_a_far_behind_modlap_is_refitted_warm_and_a_journal_replays_it(tmp_path, monkeypatch):
     """RIVAL_WARM_STANDARD_ERRORS: once a full refit keeps AdditiveFM with ModLap behind by more than that many
     standard errors, the next full refit starts ModLap at its recorded optimum with a warm refit's restarts and
