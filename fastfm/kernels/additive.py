@@ -29,7 +29,7 @@ from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
-from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place
+from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _UnitDiagonalRows
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -221,14 +221,20 @@ class _AdditiveLikelihoodTerms:
         self._variables = np.split(np.arange(sum(counts)), np.cumsum(counts)[:-1])
         self._beta_positions = np.concatenate([part.betas_of(selection)
                                                for part, selection in zip(self.parts, self.selections)])
+        # the unit-diagonal scalings of the parts on graphs with unequal degrees (an ordinal's path), in one pass
+        spaces, states = [part.kernel.space for part in self.parts], [part.D for part in self.parts]
+        scaled = any(part.unit_rows is not None for part in self.parts)
+        self._unit_rows = _UnitDiagonalRows(spaces, states) if scaled else None
 
     def gram(self, theta):
         values = np.exp(theta)
-        c, dlog_c = self._normalisers.factors(self._modulation, values[self._beta_positions])
+        betas = values[self._beta_positions]
+        c, dlog_c = self._normalisers.factors(self._modulation, betas)
+        scalings = [None] * len(self.parts) if self._unit_rows is None else self._unit_rows.at(self._modulation, betas)
         K = None
-        for part, selection, variables in zip(self.parts, self.selections, self._variables):
+        for part, selection, variables, scaling in zip(self.parts, self.selections, self._variables, scalings):
             normaliser = c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
-            K_part = part.gram_at(part.arguments_at(values[selection], normaliser, dlog_c[variables]))
+            K_part = part.gram_at(part.arguments_at(values[selection], normaliser, dlog_c[variables]), scaling)
             K = K_part if K is None else _combine_into_first(np.add, K, K_part)
         return K
 

@@ -158,7 +158,13 @@ def _add_zero_distance_share(vector, beta_start, D, weighted_diagonal, dlog_tabl
 
 
 def _zero_distance_tables(space, modulation, betas):
-    """Per variable p and state v: F_p(v, v, 0) and e_p(v) = ∂log(F_p(v, v, 0)/c_p)/∂log β_p.
+    """``_zero_distance_tables_of`` the space's variables."""
+    return _zero_distance_tables_of(_zero_distance_layout(space.packed_spectra, space.graphs), modulation, betas)
+
+
+def _zero_distance_tables_of(layout, modulation, betas):
+    """Per variable p of ``layout`` (``_ZeroDistanceLayout``) and state v: F_p(v, v, 0) and
+    e_p(v) = ∂log(F_p(v, v, 0)/c_p)/∂log β_p.
 
     Both as (n_variables, max states) tables.  A pair at zero continuous distance in the same state
     (every a = b pair of a Gram) has ∂K_ab/∂log β_p = K_ab·e_p(v) once σ² = variance/Π c_p moves with β_p
@@ -175,9 +181,9 @@ def _zero_distance_tables(space, modulation, betas):
     (|d_g| ≤ 64 n ε; a complete graph's are 0 by construction) are set to 0: F_p evaluated from
     these eigenvectors cannot resolve them either.
     """
-    layout = _zero_distance_layout(space.packed_spectra, space.graphs)
     P, n_groups = layout.shares.shape
-    f_packed, _, h_packed = modulation.derivatives(layout.group_values, 0.0, np.repeat(betas, layout.groups_per_variable))
+    group_betas = np.repeat(betas, layout.groups_per_variable)
+    f_packed, _, h_packed = modulation.derivatives(layout.group_values, 0.0, group_betas)
     f, h = np.zeros(P * n_groups), np.zeros(P * n_groups)
     f[layout.scatter], h[layout.scatter] = f_packed, h_packed
     f, h = f.reshape(P, n_groups), h.reshape(P, n_groups)                       # (P, max groups), zero-padded
@@ -211,6 +217,43 @@ def _row_weights(tables, D):
     return np.exp(np.sum(_per_row(log_w, D), axis=1)), _per_row(g, D)
 
 
+class _UnitDiagonalRows:
+    """The unit-diagonal scaling (module docstring, "Unit diagonal") of one or more FM kernels on fixed points, at
+    any β: per kernel, the row weights w(x_a) = Π_p w_p(v_ap) and ∂log w(x_a)/∂log β_p (``_row_weights``), or None
+    where every graph of its space is vertex-transitive (w ≡ 1).
+
+    A likelihood evaluates it at every θ, so the tables of all the kernels' variables come from one
+    ``_zero_distance_tables_of`` of their joint layout and are read at every row's states with one gather
+    (the states are fixed, so are the indices).  Kernel by kernel (``_unit_diagonal_tables`` and
+    ``_row_weights``), AdditiveFM on XGBoost (an integer variable, so a scaled product and one scaled term) spent
+    ~110 µs of each Gram's ~540 µs at 100 points on them (docs/benchmarks/suggestion.md, "The unit-diagonal
+    scaling of a likelihood in one pass")."""
+
+    def __init__(self, spaces, states):
+        layouts = [_zero_distance_layout(space.packed_spectra, space.graphs) for space in spaces]
+        self.layout = _ZeroDistanceLayout.concatenated(layouts)
+        counts = [len(layout.shares) for layout in layouts]
+        n_variables, n_max = self.layout.padding.shape
+        # where each row's state of each variable sits in a flattened (variables, max states) table
+        self._flat_index = np.arange(n_variables) * n_max + np.concatenate(states, axis=1)
+        self._membership = np.zeros((n_variables, len(spaces)))
+        ends = np.cumsum(counts)
+        self._columns = []
+        for k, (layout, end, count) in enumerate(zip(layouts, ends, counts)):
+            self._membership[end - count:end, k] = 1.0
+            self._columns.append(slice(end - count, end) if layout.has_deviations else None)
+
+    def at(self, modulation, betas):
+        """Per kernel, (w, ∂log w/∂log β) of shapes (N,) and (N, its P), or None; ``betas`` concatenates the
+        kernels' β in the order they were given."""
+        diag_table, dlog_table, c = _zero_distance_tables_of(self.layout, modulation, betas)
+        log_w = 0.5 * (np.log(c)[:, None] - np.log(diag_table))
+        weights = np.exp(log_w.ravel()[self._flat_index] @ self._membership).T
+        log_derivatives = (-0.5 * dlog_table).ravel()[self._flat_index]
+        return [None if columns is None else (np.ascontiguousarray(weights[k]), log_derivatives[:, columns])
+                for k, columns in enumerate(self._columns)]
+
+
 # Entries of K recomputed at a time for the unit-diagonal β share (at most 8 MB of them).
 _SHARE_BLOCK_ENTRIES = 1 << 20
 
@@ -227,23 +270,31 @@ def _unit_diagonal_reduction(reduce, gram_rows, W_off, w, G, beta_start, symmetr
     """Σ_ab W_ab ∂k̃_ab/∂θ over a ≠ b for k̃ = w_a K_ab w_b (module docstring, "Unit diagonal").
 
     Σ W ∂(w_a w_b K_ab) = Σ W'_ab ∂K_ab + Σ_ab W'_ab K_ab (g(a) + g(b)) with W' = W ∘ wwᵀ and g(a) = ∂log w_a/∂log β:
-    ``reduce(W')`` is the backend's reduction (β block, normaliser included), ``gram_rows(rows)`` the unscaled
-    K[rows, :] for the second sum, computed a block of rows at a time so that no second N × N array is held.
-    W_off (zero diagonal) is scaled in place and restored."""
+    ``reduce(W')`` is the backend's reduction (β block, normaliser included), ``gram_rows`` the unscaled K for the
+    second sum: an array (a copy the caller kept) or a function of a slice of rows, which is then computed a block
+    of rows at a time so that no second N × N array is held.  W_off (zero diagonal) is scaled in place and
+    restored."""
     W_off *= w[:, None]
     W_off *= w[None, :]
     try:
         vector = reduce(W_off)
-        per_point = np.empty(len(w))
-        # an eighth of K at most at a time: the GP likelihood holds one N × N array, a composite kernel two
-        # (tests/test_gp.py)
-        block = max(1, min(_SHARE_BLOCK_ENTRIES // max(1, len(w)), -(-len(w) // 8)))
-        for start in range(0, len(w), block):
-            rows = slice(start, start + block)
-            weights = W_off[rows] if symmetric_weights else W_off[rows] + W_off[:, rows].T
-            per_point[rows] = np.einsum("ab,ab->a", weights, gram_rows(rows))
-        if symmetric_weights:
-            per_point *= 2.0
+        if isinstance(gram_rows, np.ndarray):
+            per_point = np.einsum("ab,ab->a", W_off, gram_rows)
+            if symmetric_weights:
+                per_point *= 2.0
+            else:      # Σ_b W_ba K_ab, K symmetric
+                per_point += np.einsum("ab,ab->b", W_off, gram_rows)
+        else:
+            per_point = np.empty(len(w))
+            # an eighth of K at most at a time: the GP likelihood holds one N × N array, a composite kernel two
+            # (tests/test_gp.py)
+            block = max(1, min(_SHARE_BLOCK_ENTRIES // max(1, len(w)), -(-len(w) // 8)))
+            for start in range(0, len(w), block):
+                rows = slice(start, start + block)
+                weights = W_off[rows] if symmetric_weights else W_off[rows] + W_off[:, rows].T
+                per_point[rows] = np.einsum("ab,ab->a", weights, gram_rows(rows))
+            if symmetric_weights:
+                per_point *= 2.0
     finally:
         W_off /= w[None, :]
         W_off /= w[:, None]
@@ -275,12 +326,38 @@ class _ZeroDistanceLayout:
             self.projector_diagonals[p, :n, :G], self.deviations[p, :n, :G] = x, deviation
             self.shares[p, :G] = share
             self.padding[p, :n] = False
+        self._set_groups(spectra.group_values, np.diff(spectra.group_offsets))
+
+    def _set_groups(self, group_values, groups_per_variable):
         # False when every graph has constant projector diagonals (nominal-only spaces): every e_p is 0
         self.has_deviations = bool(np.any(self.deviations))
-        self.group_values = spectra.group_values
-        self.groups_per_variable = np.diff(spectra.group_offsets)
-        self.scatter = (np.repeat(np.arange(P) * g_max - spectra.group_offsets[:-1], self.groups_per_variable)
-                        + np.arange(len(spectra.group_values)))
+        self.group_values = group_values
+        self.groups_per_variable = groups_per_variable
+        first_groups = np.cumsum(groups_per_variable) - groups_per_variable
+        self.scatter = (np.repeat(np.arange(len(groups_per_variable)) * self.shares.shape[1] - first_groups,
+                                  groups_per_variable) + np.arange(len(group_values)))
+
+    @classmethod
+    def concatenated(cls, layouts):
+        """One layout of the variables of ``layouts`` one after the other (their arrays padded to a common size)."""
+        P = sum(len(layout.shares) for layout in layouts)
+        n_max = max(layout.padding.shape[1] for layout in layouts)
+        g_max = max(layout.shares.shape[1] for layout in layouts)
+        joint = cls.__new__(cls)
+        joint.projector_diagonals, joint.deviations = np.zeros((P, n_max, g_max)), np.zeros((P, n_max, g_max))
+        joint.shares = np.zeros((P, g_max))
+        joint.padding = np.ones((P, n_max), dtype=bool)
+        start = 0
+        for layout in layouts:
+            (count, n, G), rows = layout.deviations.shape, slice(start, start + len(layout.shares))
+            joint.projector_diagonals[rows, :n, :G] = layout.projector_diagonals
+            joint.deviations[rows, :n, :G] = layout.deviations
+            joint.shares[rows, :G] = layout.shares
+            joint.padding[rows, :n] = layout.padding
+            start += count
+        joint._set_groups(np.concatenate([layout.group_values for layout in layouts]),
+                          np.concatenate([layout.groups_per_variable for layout in layouts]))
+        return joint
 
 
 # PackedSpectra -> _ZeroDistanceLayout, NormaliserLayout (spaces cache their PackedSpectra: built once per space)
@@ -592,6 +669,8 @@ class _FMLikelihoodTerms:
         # False when every graph is vertex-transitive (nominal-only spaces): no unit-diagonal scaling, no
         # zero-distance β tables (looked up once here, not at every θ)
         self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
+        self.unit_rows = (_UnitDiagonalRows([space], [self.D]) if self.unit_diagonal and self._has_deviations
+                          else None)
         # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ
         self._at = None
 
@@ -623,15 +702,15 @@ class _FMLikelihoodTerms:
     def gram(self, theta):
         return self.gram_at(self._arguments(theta))
 
-    def gram_at(self, arguments):
-        """The Gram at ``arguments`` (``_arguments``, ``arguments_at``); ``reduction`` then differentiates it."""
+    def gram_at(self, arguments, scaling=None):
+        """The Gram at ``arguments`` (``_arguments``, ``arguments_at``); ``reduction`` then differentiates it.
+        ``scaling``: its ``unit_rows`` at these β when the caller has them (AdditiveFM: all its parts' at once)."""
         C, args, dlog_c, betas = arguments
         K = self._gram(C, self.D, None, None, *args)
-        tables = (_unit_diagonal_tables(self.kernel.space, self.modulation, betas)
-                  if self.unit_diagonal and self._has_deviations else None)
-        scaling = unscaled = None
-        if tables is not None:
-            scaling = _row_weights(tables, self.D)
+        if scaling is None and self.unit_rows is not None:
+            scaling = self.unit_rows.at(self.modulation, betas)[0]
+        unscaled = None
+        if scaling is not None:
             # the reduction's β share reads the unscaled K after the caller has overwritten it (_SHARE_CACHE_ENTRIES)
             unscaled = K.copy() if K.size <= _SHARE_CACHE_ENTRIES else None
             _scale_in_place(K, scaling[0], scaling[0])
@@ -665,7 +744,7 @@ class _FMLikelihoodTerms:
             w, G = scaling
             vector = _unit_diagonal_reduction(
                 lambda scaled: _fm_reduction_vector(*self._grad_reduction(C, self.D, scaled, *args, True), dlog_c),
-                ((lambda rows: unscaled[rows]) if unscaled is not None
+                (unscaled if unscaled is not None
                  else (lambda rows: self._gram(C[rows], self.D[rows], C, self.D, *args))),
                 W_off, w, G, self.n_continuous + self.n_discrete, True)
             vector[-1] += float(np.sum(w_diag * K_diag))

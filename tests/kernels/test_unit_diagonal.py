@@ -166,3 +166,50 @@ def test_unit_diagonal_is_a_constructor_parameter():
     assert ff.kernels.ModLap(space).unit_diagonal is False      # the paper's kernel unless asked
     assert ff.Optimizer(space)._kernel.unit_diagonal is True    # BO asks
     assert ff.Optimizer(ff.Space([ff.Real("x", 0.0, 1.0), ff.Set("s", 2, 1)]), kernel="modlap")._kernel is not None
+
+
+def test_the_scaling_of_several_kernels_in_one_pass_is_each_kernels_own():
+    """``_UnitDiagonalRows`` (a likelihood's scaling of all AdditiveFM parts at once) gives, per space, the row
+    weights and their β derivatives of that space's own tables; None where every graph is vertex-transitive."""
+    from fastfm.kernels import fm
+    spaces = [SPACES["mixed"], ff.Space([ff.Categorical("c", list("abc")), ff.Real("x", 0.0, 1.0)]),
+              SPACES["integers"], SPACES["conditional"]]
+    states = [space.sample_encoded(30, seed=k)[:, space.n_continuous:].astype(np.int64)
+              for k, space in enumerate(spaces)]
+    rng = np.random.default_rng(4)
+    betas = [rng.uniform(0.1, 3.0, space.n_discrete) for space in spaces]
+    modulation = ff.kernels.ModLap(spaces[0])._modulation
+    rows = fm._UnitDiagonalRows(spaces, states).at(modulation, np.concatenate(betas))
+    assert rows[1] is None
+    for space, D, beta, scaling in zip(spaces, states, betas, rows):
+        if scaling is None:
+            continue
+        w, G = fm._row_weights(fm._unit_diagonal_tables(space, modulation, beta), D)
+        np.testing.assert_allclose(scaling[0], w, rtol=1e-14)
+        np.testing.assert_allclose(scaling[1], G, rtol=1e-12, atol=1e-15)
+        assert scaling[0].shape == (30,) and scaling[1].shape == (30, space.n_discrete)
+
+
+@pytest.mark.parametrize("symmetric_weights", [True, False])
+def test_the_beta_share_from_a_kept_gram_equals_the_one_from_recomputed_rows(symmetric_weights):
+    """``_unit_diagonal_reduction`` given the unscaled Gram whole, or a function of its rows (block by block)."""
+    from fastfm.kernels import fm
+    rng = np.random.default_rng(9)
+    n = 37
+    A = rng.standard_normal((n, n))
+    K = A @ A.T
+    W = rng.standard_normal((n, n))
+    if symmetric_weights:
+        W = W + W.T
+    np.fill_diagonal(W, 0.0)
+    w, G = rng.uniform(0.5, 2.0, n), rng.standard_normal((n, 3))
+    results = []
+    for gram_rows in (K, lambda rows: K[rows]):
+        W_before = W.copy()
+        results.append(fm._unit_diagonal_reduction(lambda scaled: np.zeros(5), gram_rows, W, w, G, 1,
+                                                   symmetric_weights))
+        np.testing.assert_allclose(W, W_before, rtol=1e-14)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+    # Σ_b W'_ab K_ab (g(a) + g(b)) with W' = W ∘ wwᵀ: each point's row and column sums (K symmetric)
+    share = W * np.outer(w, w) * K
+    np.testing.assert_allclose(results[0][1:4], (share.sum(axis=1) + share.sum(axis=0)) @ G, rtol=1e-10)
