@@ -176,3 +176,30 @@ def test_the_tail_keeps_a_fit_of_few_noisy_points_off_the_shortest_lengthscales(
         fitted[tail] = np.asarray(gp.kernel_.lengthscale, dtype=float)
     assert fitted[0.0].min() < 0.3
     assert fitted[LENGTHSCALE_TAIL].min() > 1.2 * fitted[0.0].min()
+
+
+def test_a_new_mean_or_std_is_used_at_once_and_a_pickled_prior_keeps_its_values():
+    """The broadcast arrays are kept between calls (a fit makes thousands): setting ``mean`` or ``std`` drops them,
+    a std that is not positive is refused when the prior is called, and pickles round-trip, those of the plain
+    attributes written before the properties included."""
+    import pickle
+    theta = np.array([0.3, -1.0, 2.0])
+    prior = PooledGaussianLogPrior(np.zeros(3), 1.0, [0, 1], pool_std=0.7, tail_indices=[2], tail_scale=0.1)
+    first = prior(theta)
+    prior.mean = np.array([1.0, 0.0, -1.0])
+    moved = PooledGaussianLogPrior(np.array([1.0, 0.0, -1.0]), 1.0, [0, 1], pool_std=0.7, tail_indices=[2],
+                                   tail_scale=0.1)
+    assert prior(theta)[0] == moved(theta)[0] and prior(theta)[0] != first[0]
+    np.testing.assert_array_equal(prior(theta)[1], moved(theta)[1])
+    prior.std = 2.0
+    assert prior(theta)[0] != moved(theta)[0]
+    restored = pickle.loads(pickle.dumps(prior))
+    assert restored(theta)[0] == prior(theta)[0] and restored.std == 2.0
+    state = {name: value for name, value in prior.__getstate__().items()}
+    state["mean"], state["std"] = state.pop("_mean"), state.pop("_std")      # how an older pickle holds them
+    older = PooledGaussianLogPrior.__new__(PooledGaussianLogPrior)
+    older.__setstate__(state)
+    assert older(theta)[0] == prior(theta)[0]
+    prior.std = np.array([1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match="std must be positive"):
+        prior(theta)
