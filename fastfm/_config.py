@@ -35,6 +35,12 @@ def get_config():
         return dict(_global_config)
 
 
+def _setting(name):
+    """One setting, without copying them all as ``get_config`` does: the C++ backend reads num_threads at every
+    call, thousands of times per GP fit (one key of a dict is read atomically: no lock)."""
+    return _global_config[name]
+
+
 def set_config(backend=None, num_threads=None):
     """Change global settings.
 

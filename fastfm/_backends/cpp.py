@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from .._config import get_config
+from .._config import _setting
 from ..exceptions import BackendUnavailableError
 from ._spectra import cached_per_spectra, terms_per_pair as count_terms_per_pair
 
@@ -74,13 +74,13 @@ PARALLEL_MIN_TERMS = 1_000_000
 
 def _threads_for(n_terms):
     """Thread count for a call of ``n_terms`` units of work: the configured one, or 1 for small work."""
-    configured = int(get_config()["num_threads"])
+    configured = int(_setting("num_threads"))
     return 1 if configured == 1 or n_terms < PARALLEL_MIN_TERMS else configured
 
 
 def _threads(spectra, n_pairs):
     """Thread count for an FM call over ``n_pairs`` pairs (pair × eigenvalue-group terms)."""
-    if int(get_config()["num_threads"]) == 1:
+    if int(_setting("num_threads")) == 1:
         return 1   # skip counting the terms
     return _threads_for(n_pairs * _terms_per_pair(spectra))
 
