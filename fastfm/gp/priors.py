@@ -14,6 +14,13 @@ __all__ = ["GaussianLogPrior", "PooledGaussianLogPrior", "DEFAULT_LOG_PRIORS", "
            "DIMENSION_SCALED_NAMES", "SMOOTHING_POOL_STD", "dimension_scaled_hyperparameter_prior"]
 
 
+def _dropping_broadcasts(name):
+    """A property ``name`` (kept as ``_name``) whose new value drops the arrays broadcast from the old one."""
+    def set_value(self, value):
+        self.__dict__["_" + name], self._broadcast = value, {}
+    return property(lambda self: self.__dict__["_" + name], set_value)
+
+
 class GaussianLogPrior:
     """An independent Gaussian prior on log hyperparameters, for ``theta_prior``, with an optional left tail.
 
@@ -45,22 +52,8 @@ class GaussianLogPrior:
             raise ValueError(f"tail_scale must be a finite number >= 0, got tail_scale={tail_scale!r}")
         self.tail_scale = tail_scale
 
-    # mean and std are read through properties so that a new value drops the arrays broadcast from the old one
-    @property
-    def mean(self):
-        return self._mean
-
-    @mean.setter
-    def mean(self, value):
-        self._mean, self._broadcast = value, {}
-
-    @property
-    def std(self):
-        return self._std
-
-    @std.setter
-    def std(self, value):
-        self._std, self._broadcast = value, {}
+    mean = _dropping_broadcasts("mean")
+    std = _dropping_broadcasts("std")
 
     def __getstate__(self):
         return {name: value for name, value in self.__dict__.items() if name != "_broadcast"}

@@ -227,7 +227,7 @@ class _UnitDiagonalRows:
     (the states are fixed, so are the indices).  Kernel by kernel (``_unit_diagonal_tables`` and
     ``_row_weights``), AdditiveFM on XGBoost (an integer variable, so a scaled product and one scaled term) spent
     ~110 µs of each Gram's ~540 µs at 100 points on them (docs/benchmarks/suggestion.md, "The unit-diagonal
-    scaling of a likelihood in one pass")."""
+    scaling of a likelihood in one pass, and less Python per evaluation")."""
 
     def __init__(self, spaces, states):
         layouts = [_zero_distance_layout(space.packed_spectra, space.graphs) for space in spaces]
