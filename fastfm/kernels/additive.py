@@ -223,7 +223,7 @@ class _AdditiveLikelihoodTerms:
                                                for part, selection in zip(self.parts, self.selections)])
         # the unit-diagonal scalings of the parts on graphs with unequal degrees (an ordinal's path), in one pass
         spaces, states = [part.kernel.space for part in self.parts], [part.D for part in self.parts]
-        scaled = any(part.unit_rows is not None for part in self.parts)
+        scaled = any(part.scaled for part in self.parts)
         self._unit_rows = _UnitDiagonalRows(spaces, states) if scaled else None
 
     def gram(self, theta):

@@ -271,30 +271,26 @@ def _unit_diagonal_reduction(reduce, gram_rows, W_off, w, G, beta_start, symmetr
 
     Σ W ∂(w_a w_b K_ab) = Σ W'_ab ∂K_ab + Σ_ab W'_ab K_ab (g(a) + g(b)) with W' = W ∘ wwᵀ and g(a) = ∂log w_a/∂log β:
     ``reduce(W')`` is the backend's reduction (β block, normaliser included), ``gram_rows`` the unscaled K for the
-    second sum: an array (a copy the caller kept) or a function of a slice of rows, which is then computed a block
-    of rows at a time so that no second N × N array is held.  W_off (zero diagonal) is scaled in place and
-    restored."""
+    second sum: an array (a copy the caller kept, read in one block) or a function of a slice of rows, which is then
+    computed a block of rows at a time so that no second N × N array is held.  W_off (zero diagonal) is scaled in
+    place and restored."""
+    if isinstance(gram_rows, np.ndarray):
+        block, gram_rows = len(w), gram_rows.__getitem__
+    else:
+        # an eighth of K at most at a time: the GP likelihood holds one N × N array, a composite kernel two
+        # (tests/test_gp.py)
+        block = max(1, min(_SHARE_BLOCK_ENTRIES // max(1, len(w)), -(-len(w) // 8)))
     W_off *= w[:, None]
     W_off *= w[None, :]
     try:
         vector = reduce(W_off)
-        if isinstance(gram_rows, np.ndarray):
-            per_point = np.einsum("ab,ab->a", W_off, gram_rows)
-            if symmetric_weights:
-                per_point *= 2.0
-            else:      # Σ_b W_ba K_ab, K symmetric
-                per_point += np.einsum("ab,ab->b", W_off, gram_rows)
-        else:
-            per_point = np.empty(len(w))
-            # an eighth of K at most at a time: the GP likelihood holds one N × N array, a composite kernel two
-            # (tests/test_gp.py)
-            block = max(1, min(_SHARE_BLOCK_ENTRIES // max(1, len(w)), -(-len(w) // 8)))
-            for start in range(0, len(w), block):
-                rows = slice(start, start + block)
-                weights = W_off[rows] if symmetric_weights else W_off[rows] + W_off[:, rows].T
-                per_point[rows] = np.einsum("ab,ab->a", weights, gram_rows(rows))
-            if symmetric_weights:
-                per_point *= 2.0
+        per_point = np.empty(len(w))
+        for start in range(0, len(w), block):
+            rows = slice(start, start + block)
+            weights = W_off[rows] if symmetric_weights else W_off[rows] + W_off[:, rows].T
+            per_point[rows] = np.einsum("ab,ab->a", weights, gram_rows(rows))
+        if symmetric_weights:
+            per_point *= 2.0
     finally:
         W_off /= w[None, :]
         W_off /= w[:, None]
@@ -669,8 +665,8 @@ class _FMLikelihoodTerms:
         # False when every graph is vertex-transitive (nominal-only spaces): no unit-diagonal scaling, no
         # zero-distance β tables (looked up once here, not at every θ)
         self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
-        self.unit_rows = (_UnitDiagonalRows([space], [self.D]) if self.unit_diagonal and self._has_deviations
-                          else None)
+        self.scaled = self.unit_diagonal and self._has_deviations
+        self._unit_rows = None     # its _UnitDiagonalRows, built when first needed (AdditiveFM hands its parts theirs)
         # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ
         self._at = None
 
@@ -704,11 +700,14 @@ class _FMLikelihoodTerms:
 
     def gram_at(self, arguments, scaling=None):
         """The Gram at ``arguments`` (``_arguments``, ``arguments_at``); ``reduction`` then differentiates it.
-        ``scaling``: its ``unit_rows`` at these β when the caller has them (AdditiveFM: all its parts' at once)."""
+        ``scaling``: its ``_UnitDiagonalRows`` at these β when the caller has them (AdditiveFM: all its parts' at
+        once)."""
         C, args, dlog_c, betas = arguments
         K = self._gram(C, self.D, None, None, *args)
-        if scaling is None and self.unit_rows is not None:
-            scaling = self.unit_rows.at(self.modulation, betas)[0]
+        if scaling is None and self.scaled:
+            if self._unit_rows is None:
+                self._unit_rows = _UnitDiagonalRows([self.kernel.space], [self.D])
+            scaling = self._unit_rows.at(self.modulation, betas)[0]
         unscaled = None
         if scaling is not None:
             # the reduction's β share reads the unscaled K after the caller has overwritten it (_SHARE_CACHE_ENTRIES)
