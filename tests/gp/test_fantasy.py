@@ -77,3 +77,28 @@ def test_an_unknown_strategy_is_a_clear_error():
     gp, X_pending = _fitted()
     with pytest.raises(ValueError, match="strategy must be one of"):
         fantasy.condition_on(gp, X_pending, "optimist")
+
+
+def test_a_conditioned_model_predicts_from_its_own_training_points():
+    """The posterior keeps X_train_ checked beside the model (``ExactPosterior._training_inputs``); a fantasy is a
+    copy of a model that has already predicted, and its predictions must read the augmented points."""
+    gp, X_pending = _fitted(2)
+    X_test = np.vstack([X_pending, gp.X_train_[:3]])
+    gp.predict_standardized(X_test)
+    gp.predict_standardized_with_input_gradient(X_test)      # both paths have read the unconditioned points
+    conditioned = fantasy.condition_on(gp, X_pending, "believer")
+    X_all = np.vstack([gp.X_train_, X_pending])
+    K = gp.kernel_(X_all) + (gp.noise_ + gp.jitter_) * np.eye(len(X_all))
+    K_cross = gp.kernel_(X_test, X_all)
+    mu_ref = K_cross @ cho_solve((np.linalg.cholesky(K), True), conditioned.y_train_)
+    var_ref = gp.kernel_.diag(X_test) - np.einsum("ij,ji->i", K_cross, np.linalg.solve(K, K_cross.T))
+    for mu, sigma in (conditioned.predict_standardized(X_test),
+                      conditioned.predict_standardized_with_input_gradient(X_test)[:2]):
+        assert np.allclose(mu, mu_ref, atol=1e-8)
+        assert np.allclose(sigma, np.sqrt(np.maximum(var_ref, 0)), atol=1e-6)
+    # and the unconditioned model still predicts from its own points, and after a refit from the new ones
+    mu_before, _ = gp.predict_standardized(X_test)
+    assert np.allclose(mu_before, gp.kernel_(X_test, gp.X_train_) @ gp.alpha_, atol=1e-10)
+    gp.fit(X_all[:-2], np.sin(3 * X_all[:-2, 0]))
+    for mu in (gp.predict_standardized(X_test)[0], gp.predict_standardized_with_input_gradient(X_test)[0]):
+        assert np.allclose(mu, gp.kernel_(X_test, X_all[:-2]) @ gp.alpha_, atol=1e-10)

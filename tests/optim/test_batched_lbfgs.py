@@ -85,3 +85,39 @@ def test_a_start_whose_value_is_not_finite_stays_put(bad):
     X, F, _ = minimize_batched(with_bad_start, X0, 0.0, 1.0, maxiter=100)
     np.testing.assert_array_equal(X[1], X0[1])
     assert np.all(np.isfinite(F[[0, 2]])) and np.any(X[0] != X0[0])
+
+
+def test_the_two_loop_direction_is_the_bfgs_inverse_hessian_of_the_kept_pairs():
+    """``_direction`` against the inverse BFGS update written out (Nocedal & Wright Eq. 6.17,
+    H ← (I − ρ s yᵀ) H (I − ρ y sᵀ) + ρ s sᵀ from H₀ = γI, γ = sᵀy/yᵀy of the newest pair), oldest pair first,
+    on ring buffers with different fill levels and newest slots per start."""
+    from fastfm.optim.batched_lbfgs import MEMORY, _direction
+    rng = np.random.default_rng(11)
+    k, n = 6, 5
+    S, Y, rho = np.zeros((k, MEMORY, n)), np.zeros((k, MEMORY, n)), np.zeros((k, MEMORY))
+    n_pairs = np.array([0, 1, 3, MEMORY, MEMORY, 7])
+    newest = np.array([-1, 4, 12, 9, 23, 2])
+    A = [(lambda B: B @ B.T + np.eye(n))(rng.standard_normal((n, n))) for _ in range(k)]
+    for start in range(k):
+        for back in range(n_pairs[start]):
+            slot = (newest[start] - back) % MEMORY
+            s = rng.standard_normal(n)
+            S[start, slot], Y[start, slot] = s, A[start] @ s       # positive curvature sᵀy > 0
+            rho[start, slot] = 1.0 / (s @ Y[start, slot])
+        # a stale pair beyond the valid ones must not count
+        if n_pairs[start] < MEMORY:
+            S[start, (newest[start] - n_pairs[start]) % MEMORY] = rng.standard_normal(n)
+    G = rng.standard_normal((k, n))
+    free = np.ones((k, n), dtype=bool)
+    D = _direction(G, free, S, Y, rho, n_pairs, newest)
+    for start in range(k):
+        H = np.eye(n)
+        if n_pairs[start]:
+            s_new, y_new = S[start, newest[start] % MEMORY], Y[start, newest[start] % MEMORY]
+            H = (s_new @ y_new) / (y_new @ y_new) * np.eye(n)
+        for back in range(n_pairs[start] - 1, -1, -1):         # oldest to newest
+            slot = (newest[start] - back) % MEMORY
+            s, y, r = S[start, slot], Y[start, slot], rho[start, slot]
+            V = np.eye(n) - r * np.outer(y, s)
+            H = V.T @ H @ V + r * np.outer(s, s)
+        np.testing.assert_allclose(D[start], -H @ G[start], rtol=1e-9, atol=1e-12)

@@ -4,6 +4,8 @@
 regressor's attributes (``kernel_``, ``X_train_``, ``alpha_``, ``L_``, ``_diag_depends_on_continuous``), so
 the model itself stays plain attributes (clone, pickles) and the posterior is a view rebuilt on each call.
 """
+import weakref
+
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.linalg.blas import dtrmm
@@ -94,6 +96,10 @@ def probe_diag(kernel, X):
     return not np.allclose(d0, d1, rtol=1e-12, atol=0.0)
 
 
+# fitted model -> (its X_train_, its kernel_, X_train_ checked by that kernel): ExactPosterior._training_inputs
+_checked_training_inputs = weakref.WeakKeyDictionary()
+
+
 class ExactPosterior:
     """The posterior of an exact fit, in the standardised latent units (GPML Alg. 2.1, lines 4-6).
 
@@ -112,9 +118,11 @@ class ExactPosterior:
     def predict_standardized(self, X):
         """(mu, sigma) at encoded X, in blocks of rows: a block's M × N cross-covariance and L⁻¹k* stay within
         _CROSS_BLOCK_BYTES."""
-        kernel, X_train = self.model.kernel_, self.model.X_train_
+        kernel, X_train = self.model.kernel_, self._training_inputs()
+        X = kernel._check_X(X)
         rows = max(_TRMM_MIN_ROWS, _CROSS_BLOCK_BYTES // (8 * X_train.shape[0]))
-        blocks = [self.predict_standardized_from_cross(kernel(X[i:i + rows], X_train), kernel.diag(X[i:i + rows]))
+        blocks = [self.predict_standardized_from_cross(kernel._gram(X[i:i + rows], X_train),
+                                                       kernel._diag(X[i:i + rows]))
                   for i in range(0, X.shape[0], rows)] or [(np.zeros(0), np.zeros(0))]
         return np.concatenate([mu for mu, _ in blocks]), np.concatenate([sigma for _, sigma in blocks])
 
@@ -132,6 +140,19 @@ class ExactPosterior:
         var = np.asarray(k_diag, dtype=np.float64) - np.einsum("nm,nm->m", v, v)
         return mu, np.sqrt(np.maximum(var, 0.0))
 
+    def _training_inputs(self):
+        """X_train_ as the kernel's private methods take it (``Kernel._check_X``), checked once per fitted model
+        and kept on it: the acquisition search predicts hundreds of times per suggestion, and checking the N
+        training rows at each call (the discrete codes' range and integrality) was a tenth of its time on the HPO
+        problems (docs/benchmarks/suggestion.md, "Less Python per prediction").  Kept beside the model, not in it:
+        a fitted model's attributes (and its pickle) stay what fit made."""
+        model = self.model
+        kept = _checked_training_inputs.get(model)
+        if kept is None or kept[0] is not model.X_train_ or kept[1] is not model.kernel_:
+            kept = (model.X_train_, model.kernel_, model.kernel_._check_X(model.X_train_, "X_train_"))
+            _checked_training_inputs[model] = kept
+        return kept[2]
+
     def _cholesky_inverse(self):
         """L⁻¹ (lower triangular), computed on first use after a fit (O(N³/3)) and kept on the model."""
         model = self.model
@@ -147,12 +168,13 @@ class ExactPosterior:
 
     def predict_standardized_with_input_gradient(self, X):
         """(mu, sigma, ∂mu/∂c, ∂sigma/∂c) at encoded X; the derivatives of shape (M, n_continuous)."""
-        model = self.model
-        K, dK = model.kernel_.gram_and_input_gradient(X, model.X_train_)   # (M, N), (M, N, Dc)
+        model, kernel = self.model, self.model.kernel_
+        X = kernel._check_X(X)
+        K, dK = kernel._gram_and_input_gradient(X, self._training_inputs())   # (M, N), (M, N, Dc)
         mu = K @ model.alpha_
         dmu = np.einsum("mnd,n->md", dK, model.alpha_)
         v = solve_triangular(model.L_, K.T, lower=True, check_finite=False)          # (N, M)
-        var = model.kernel_.diag(X) - np.einsum("nm,nm->m", v, v)
+        var = kernel._diag(X) - np.einsum("nm,nm->m", v, v)
         # ∂V/∂c = ∂k(x,x)/∂c − 2 k*ᵀ K⁻¹ ∂k*/∂c, with K⁻¹k* = Lᵀ \ v
         w = solve_triangular(model.L_, v, lower=True, trans="T", check_finite=False)  # (N, M)
         dvar = -2.0 * np.einsum("mnd,nm->md", dK, w)
