@@ -29,7 +29,7 @@ from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
-from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _UnitDiagonalRows
+from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _PlainReductions, _UnitDiagonalRows
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -211,9 +211,17 @@ class _AdditiveLikelihoodTerms:
         # the components' fast paths read only their structure (every θ is given to ``gram``): nothing is set
         # on the shared components, which the GP's restarts build these from in parallel threads
         self.selections = kernel._selections()
-        self._chain = kernel._chain
         self.parts = [kernel._product._likelihood_terms(X)] + [
             term.kernel._likelihood_terms(term._select(X)) for term in kernel._terms]
+        # the gradient: the plain parts' (no unit-diagonal scaling: mostly the nominal terms) in one pass, the others
+        # part by part before them (so that they read W as the parts in order did)
+        plain = [k for k, part in enumerate(self.parts) if part.plain]
+        self._plain_reductions = _PlainReductions([self.parts[k] for k in plain])
+        self._plain_selection = (np.concatenate([self.selections[k] for k in plain]) if plain
+                                 else np.zeros(0, dtype=np.int64))
+        self._other_parts = [(part, selection) for k, (part, selection) in enumerate(zip(self.parts, self.selections))
+                             if k not in plain]
+        self._n_theta = int(sum(len(selection) for selection in self.selections))
         self._normalisers = NormaliserLayout([part.spectra for part in self.parts])
         self._modulation = self.parts[0].modulation
         # per part, where its β sit in the parts' concatenated variables (the product's P, then one per term)
@@ -240,7 +248,11 @@ class _AdditiveLikelihoodTerms:
 
     def reduction(self, W):
         with _diagonal_zeroed_in_place(W) as (W_off, w_diag):
-            return self._chain([part.reduction_without_diagonal(W_off, w_diag) for part in self.parts])
+            gradient = np.zeros(self._n_theta)
+            for part, selection in self._other_parts:
+                gradient[selection] = part.reduction_without_diagonal(W_off, w_diag)
+            gradient[self._plain_selection] = self._plain_reductions(W_off, w_diag)
+            return gradient
 
 
 def _unconditional(parameter):

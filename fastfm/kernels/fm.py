@@ -110,6 +110,49 @@ class _ModulatedKernel(SpaceKernel):
                                         self._memo("diag_tables", self._compute_diag_tables)[1])
 
 
+class _PlainReductions:
+    """``reduction_without_diagonal`` of several ``_FMLikelihoodTerms`` on the same W at once, for those that are
+    ``plain`` (every graph vertex-transitive, every hyperparameter free): their vectors [log θ | log α | log β |
+    log variance], concatenated.  Each is the backend's sums with the normaliser's share moved from the variance
+    to β (``_fm_reduction_vector``) and the a = b pairs' share Σ_a W_aa K_aa added to the variance
+    (``_add_zero_distance_share`` with no tables), here as one vectorised pass over all of them: part by part
+    that bookkeeping was ~25 µs of numpy calls a part around the backend's ~40-70 µs, in every likelihood
+    evaluation of AdditiveFM (one part per discrete variable, and the product; docs/benchmarks/suggestion.md,
+    "Assembling AdditiveFM's gradient in one pass")."""
+
+    def __init__(self, parts):
+        self.parts = list(parts)
+        sizes = np.array([part.n_continuous + 2 * part.n_discrete + 1 for part in self.parts], dtype=np.int64)
+        ends = np.cumsum(sizes)
+        self.size = int(ends[-1]) if len(sizes) else 0
+        self._starts = (ends - sizes).tolist()
+        self._variance_positions = ends - 1
+        beta_blocks = [np.arange(start + part.n_continuous + part.n_discrete, start + part.n_continuous
+                                 + 2 * part.n_discrete) for start, part in zip(self._starts, self.parts)]
+        self._beta_positions = np.concatenate(beta_blocks) if beta_blocks else np.zeros(0, dtype=np.int64)
+        self._beta_owner = np.repeat(np.arange(len(self.parts)), [part.n_discrete for part in self.parts])
+
+    def __call__(self, W_off, w_diag):
+        """The concatenated vectors at each part's last ``gram_at`` (W_off: W with a zero diagonal)."""
+        flat = np.empty(self.size)
+        diagonals = np.empty((len(self.parts), len(w_diag)))
+        dlog_c = []
+        for k, (part, start) in enumerate(zip(self.parts, self._starts)):
+            C, args, dlog, _, K_diag, _, _ = part._at
+            g_lengthscale, g_alpha, g_beta, g_variance = part._grad_reduction(C, part.D, W_off, *args, True)
+            Dc, P = part.n_continuous, part.n_discrete
+            flat[start:start + Dc] = g_lengthscale
+            flat[start + Dc:start + Dc + P] = g_alpha
+            flat[start + Dc + P:start + Dc + 2 * P] = g_beta
+            flat[start + Dc + 2 * P] = g_variance
+            diagonals[k] = K_diag
+            dlog_c.append(dlog)
+        if len(self._beta_positions):
+            flat[self._beta_positions] -= np.concatenate(dlog_c) * flat[self._variance_positions][self._beta_owner]
+        flat[self._variance_positions] += np.sum(w_diag * diagonals, axis=1)
+        return flat
+
+
 class NormaliserLayout:
     """The eigenvalue groups of the variables of one or more PackedSpectra, concatenated, for the factors of
     the variance parameterisation (module docstring) of all their variables in one pass:
@@ -666,6 +709,8 @@ class _FMLikelihoodTerms:
         # zero-distance β tables (looked up once here, not at every θ)
         self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
         self.scaled = self.unit_diagonal and self._has_deviations
+        # the reduction is the backend's sums alone, assembled (_PlainReductions can do it for several kernels)
+        self.plain = not self._has_deviations and bool(np.all(self.mask))
         self._unit_rows = None     # its _UnitDiagonalRows, built when first needed (AdditiveFM hands its parts theirs)
         # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ
         self._at = None

@@ -93,6 +93,30 @@ def test_likelihood_terms_with_a_fixed_hyperparameter_take_the_generic_path(mixe
             np.testing.assert_allclose(W, W_before, rtol=1e-14, atol=0)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_the_plain_parts_gradient_in_one_pass_is_each_parts_own(mixed_space, backend):
+    """The terms of the nominal variables (vertex-transitive graphs: no unit-diagonal scaling) are reduced in one
+    pass (fm._PlainReductions); the product and the integer's term (a path graph: scaled) part by part.  The one
+    pass gives each plain part's own vector bit for bit, and the whole gradient equals the parts' in order."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    X = mixed_space.sample_encoded(25, seed=8)
+    kernel = fk.AdditiveFM(mixed_space, backend=backend)
+    terms = kernel._likelihood_terms(X)
+    assert [part.plain for part in terms.parts] == [False, True, False, True]   # product, a, i, b
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        terms.gram(kernel.theta + rng.uniform(-1, 1, kernel.n_theta))
+        W = rng.normal(size=(25, 25))
+        W = W + W.T
+        W_off, w_diag = W.copy(), W.diagonal().copy()
+        np.fill_diagonal(W_off, 0.0)
+        own = [part.reduction_without_diagonal(W_off.copy(), w_diag) for part in terms.parts]
+        np.testing.assert_array_equal(terms._plain_reductions(W_off, w_diag), np.concatenate([own[1], own[3]]))
+        expected = kernel._chain(own)
+        np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
+
+
 def test_components_follow_every_theta(mixed_space):
     """The components' memo keys are pinned when this kernel sets their θ: a new θ, or an attribute set
     directly, gives the Gram of a kernel built with those values."""
