@@ -116,7 +116,7 @@ class _PlainReductions:
     log variance], concatenated.  Each is the backend's sums with the normaliser's share moved from the variance
     to β (``_fm_reduction_vector``) and the a = b pairs' share Σ_a W_aa K_aa added to the variance
     (``_add_zero_distance_share`` with no tables), here as one vectorised pass over all of them: part by part
-    that bookkeeping was ~25 µs of numpy calls a part around the backend's ~40-70 µs, in every likelihood
+    that bookkeeping was ~25 µs of numpy calls a part around the backend's ~30-50 µs, in every likelihood
     evaluation of AdditiveFM (one part per discrete variable, and the product; docs/benchmarks/suggestion.md,
     "Assembling AdditiveFM's gradient in one pass")."""
 
