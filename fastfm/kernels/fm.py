@@ -510,7 +510,8 @@ class FMKernel(_ModulatedKernel):
     def _unit_weights(self, D):
         """w(x) per row of D (module docstring, "Unit diagonal"), or None when no scaling applies."""
         tables = self._unit_tables()
-        return None if tables is None else _row_weights(tables, D)[0]
+        # w alone (the acquisition asks at every batch of candidates and at the training points): not ∂log w/∂log β
+        return None if tables is None else np.exp(np.sum(_per_row(tables[0], D), axis=1))
 
     def _compute_args(self):
         return (self.space.packed_spectra, self._values("alpha", self.space.n_discrete), self._betas(),
