@@ -221,7 +221,7 @@ class _AdditiveLikelihoodTerms:
                                  else np.zeros(0, dtype=np.int64))
         self._other_parts = [(part, selection) for k, (part, selection) in enumerate(zip(self.parts, self.selections))
                              if k not in plain]
-        self._n_theta = int(sum(len(selection) for selection in self.selections))
+        self._n_theta = kernel.n_theta             # every hyperparameter is free on this path (_likelihood_terms)
         self._normalisers = NormaliserLayout([part.spectra for part in self.parts])
         self._modulation = self.parts[0].modulation
         # per part, where its β sit in the parts' concatenated variables (the product's P, then one per term)

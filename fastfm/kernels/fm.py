@@ -254,10 +254,15 @@ def _scale_in_place(K, w1, w2):
     return K
 
 
+def _row_weight_values(log_w, D):
+    """w(x) = Π_p w_p(v_p) per row of D, shape (N,), from the log w_p(v) table."""
+    return np.exp(np.sum(_per_row(log_w, D), axis=1))
+
+
 def _row_weights(tables, D):
     """(w, ∂log w/∂log β) per row of D: shapes (N,) and (N, P); w(x) = Π_p w_p(v_p)."""
     log_w, g = tables
-    return np.exp(np.sum(_per_row(log_w, D), axis=1)), _per_row(g, D)
+    return _row_weight_values(log_w, D), _per_row(g, D)
 
 
 class _UnitDiagonalRows:
@@ -511,7 +516,7 @@ class FMKernel(_ModulatedKernel):
         """w(x) per row of D (module docstring, "Unit diagonal"), or None when no scaling applies."""
         tables = self._unit_tables()
         # w alone (the acquisition asks at every batch of candidates and at the training points): not ∂log w/∂log β
-        return None if tables is None else np.exp(np.sum(_per_row(tables[0], D), axis=1))
+        return None if tables is None else _row_weight_values(tables[0], D)
 
     def _compute_args(self):
         return (self.space.packed_spectra, self._values("alpha", self.space.n_discrete), self._betas(),
