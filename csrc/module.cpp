@@ -127,4 +127,5 @@ PYBIND11_MODULE(_cpp, m) {
     bind_set(m);
     bind_hier(m);
     bind_matvec(m);
+    bind_linalg(m);
 }

@@ -93,3 +93,8 @@ def fm_grad_reduction_low_rank(C: ArrayLike, D: ArrayLike, U: ArrayLike, Z: Arra
                                alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int,
                                coefficients: ArrayLike, exponent: float, num_threads: int = 0
                                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]: ...
+
+# The exact GP likelihood's gradient weights (fastfm/gp/_linalg.py, csrc/include/fastfm/linalg.hpp)
+def likelihood_weights(factor_rows: NDArray[np.float64], alpha: ArrayLike) -> float:
+    """W = ½(ααᵀ − K⁻¹) written over ``factor_rows`` (the C-ordered view of dpotrf's lower factor of K);
+    returns tr(W)."""

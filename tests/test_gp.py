@@ -177,11 +177,15 @@ def test_cholesky_in_place_names_the_problem():
         _linalg._cholesky_in_place(np.diag([1.0, -1.0, 1.0]))
 
 
+@pytest.mark.parametrize("compiled_max_n", [_linalg._COMPILED_WEIGHTS_MAX_N, 0], ids=["compiled-weights", "lapack"])
 @pytest.mark.parametrize("name", ["modlap", "addlap", "prodlap"])
-def test_in_place_likelihood_matches_the_dense_definition(monkeypatch, name):
+def test_in_place_likelihood_matches_the_dense_definition(monkeypatch, name, compiled_max_n):
     """The likelihood and its gradient from one reused buffer equal the textbook formulas: the FM path and
-    the generic one (sums, products), with the mirroring split in several blocks (N = 90, blocks of 32)."""
+    the generic one (sums, products), with W from the compiled weights and from LAPACK's dpotri, whose
+    mirroring is split in several blocks (N = 90, blocks of 32)."""
     monkeypatch.setattr(_linalg, "_MIRROR_BLOCK", 32)
+    monkeypatch.setattr(_linalg, "_MASKED_MIRROR_MAX_N", 0)
+    monkeypatch.setattr(_linalg, "_COMPILED_WEIGHTS_MAX_N", compiled_max_n)
     X, y = _data(MIXED, 90, seed=6)
     y = (y - y.mean()) / y.std()
     kernel = ff.kernels.make_kernel(name, MIXED)
@@ -192,6 +196,68 @@ def test_in_place_likelihood_matches_the_dense_definition(monkeypatch, name):
     expected_lml, expected_grad = _dense_lml_and_gradient(kernel, X, y, noise)
     assert lml == pytest.approx(expected_lml, rel=1e-10)
     np.testing.assert_allclose(grad, expected_grad, rtol=1e-8, atol=1e-9 * np.max(np.abs(expected_grad)))
+
+
+def _weights_of(K, alpha, compiled_max_n, monkeypatch):
+    monkeypatch.setattr(_linalg, "_COMPILED_WEIGHTS_MAX_N", compiled_max_n)
+    factor, _ = _linalg._cholesky_in_place(K.copy())
+    W, trace = _linalg._likelihood_weights(factor, alpha)
+    assert np.shares_memory(W, factor)
+    return np.array(W), trace
+
+
+_COMPILED = pytest.mark.skipif(getattr(_linalg._cpp_backend._cpp, "likelihood_weights", None) is None,
+                               reason="the compiled extension fastfm._cpp is not built here")
+
+
+@_COMPILED
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 33, 64, 100, 131, 320])
+def test_compiled_likelihood_weights_equal_the_inverse_and_lapacks(monkeypatch, n):
+    """W = ½(ααᵀ − K⁻¹) from the compiled tiles (linalg.hpp) equals NumPy's inverse and LAPACK's dpotri path,
+    exactly symmetric, on sizes around every block and tile edge (4 rows, 8 columns) and on an ill-conditioned
+    K (a tiny noise on a rank-deficient Gram, as a GP fit meets at its noise floor)."""
+    rng = np.random.default_rng(n)
+    for K in (_spd(n, seed=n), _spd(n, seed=n + 1, rank=max(1, n // 2)) + 1e-6 * np.eye(n)):
+        alpha = rng.standard_normal(n)
+        W, trace = _weights_of(K, alpha, _linalg._COMPILED_WEIGHTS_MAX_N, monkeypatch)
+        W_lapack, trace_lapack = _weights_of(K, alpha, 0, monkeypatch)
+        expected = 0.5 * (np.outer(alpha, alpha) - np.linalg.inv(K))
+        # an inverse is accurate to ~cond(K)·ε relative to its largest entry, whichever algorithm forms it
+        scale, condition = np.max(np.abs(expected)), np.linalg.cond(K)
+        np.testing.assert_array_equal(W, W.T)
+        np.testing.assert_allclose(W, W_lapack, rtol=0, atol=max(1e-12, 1e-15 * condition) * scale)
+        np.testing.assert_allclose(W, expected, rtol=0, atol=max(1e-12, 1e-14 * condition) * scale)
+        assert trace == pytest.approx(np.trace(W), rel=1e-14, abs=1e-14 * scale)
+        assert trace == pytest.approx(trace_lapack, rel=1e-10)
+
+
+@pytest.mark.parametrize("compiled_max_n", [_linalg._COMPILED_WEIGHTS_MAX_N, 0], ids=["compiled-weights", "lapack"])
+def test_likelihood_weights_of_a_singular_factor_raise(monkeypatch, compiled_max_n):
+    if compiled_max_n and getattr(_linalg._cpp_backend._cpp, "likelihood_weights", None) is None:
+        pytest.skip("the compiled extension fastfm._cpp is not built here")
+    monkeypatch.setattr(_linalg, "_COMPILED_WEIGHTS_MAX_N", compiled_max_n)
+    factor = np.asfortranarray(np.linalg.cholesky(_spd(6, seed=4)))
+    factor[3, 3] = 0.0
+    with pytest.raises(NotPositiveDefiniteError, match="inverting the Cholesky factor failed"):
+        _linalg._likelihood_weights(factor, np.ones(6))
+
+
+@_COMPILED
+def test_compiled_likelihood_weights_validate_their_arguments():
+    compiled = _linalg._cpp_backend._cpp.likelihood_weights
+    factor = np.linalg.cholesky(_spd(5, seed=5))
+    with pytest.raises(ValueError, match="factor_rows must be C-contiguous and writeable"):
+        compiled(np.asfortranarray(factor), np.ones(5))
+    read_only = factor.copy()
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="factor_rows must be C-contiguous and writeable"):
+        compiled(read_only, np.ones(5))
+    with pytest.raises(ValueError, match=r"factor_rows must be a square float64 array, got \(5, 4\)"):
+        compiled(np.zeros((5, 4)), np.ones(5))
+    with pytest.raises(ValueError, match="factor_rows must be a square float64 array"):
+        compiled(np.zeros((5, 5), dtype=np.float32), np.ones(5))
+    with pytest.raises(ValueError, match=r"alpha"):
+        compiled(factor.copy(), np.ones(4))
 
 
 def test_one_likelihood_evaluation_holds_one_n_by_n_array():

@@ -130,3 +130,31 @@ class PreconditionerSetup:
     def _pivoted_cholesky_and_pitc(self, n):
         L, pivots, _ = pivoted_cholesky(self.kernel, self.X, self.rank)
         PivotedCholeskyPreconditioner.with_blocks(self.kernel, self.X, L, pivots, 1e-2, default_block_size(n))
+
+
+class LikelihoodWeights:
+    """W = ½(ααᵀ − K⁻¹) from the Cholesky factor, the dense step of every likelihood gradient in a BO fit: the
+    compiled tiles (``fastfm._cpp.likelihood_weights``) against LAPACK's dpotri + dsyr + the mirror, at the sizes
+    of a BO run (a copy of the factor per call, the same in both: each call overwrites it)."""
+
+    params = (["compiled", "lapack"], [50, 100, 200, 300])
+    param_names = ["path", "N"]
+
+    def setup(self, path, n):
+        import numpy as np
+        from fastfm.gp import _linalg
+        if not hasattr(_linalg, "_likelihood_weights"):
+            raise NotImplementedError("this commit forms W inside fastfm.gp.mll")
+        if path == "compiled" and getattr(_linalg._cpp_backend._cpp, "likelihood_weights", None) is None:
+            raise NotImplementedError("the compiled extension is not built here")
+        self.linalg, self.saved = _linalg, _linalg._COMPILED_WEIGHTS_MAX_N
+        _linalg._COMPILED_WEIGHTS_MAX_N = n if path == "compiled" else 0
+        A = np.random.default_rng(n).standard_normal((n, n))
+        self.factor, _ = _linalg._cholesky_in_place(A @ A.T + n * 1e-3 * np.eye(n))
+        self.alpha = np.random.default_rng(n + 1).standard_normal(n)
+
+    def teardown(self, path, n):
+        self.linalg._COMPILED_WEIGHTS_MAX_N = self.saved
+
+    def time_likelihood_weights(self, path, n):
+        self.linalg._likelihood_weights(self.factor.copy(order="F"), self.alpha)

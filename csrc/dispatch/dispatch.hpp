@@ -14,6 +14,7 @@
 #include <string>
 
 #include "fastfm/fm.hpp"
+#include "fastfm/linalg.hpp"
 #include "fastfm/matvec.hpp"
 #include "fastfm/matvec_single.hpp"
 #include "fastfm/set.hpp"
@@ -134,6 +135,11 @@ void set_cross_gradient_row_f64(int nu_times_two, const fastfm::ScaledSets<doubl
 void set_diag_row_f64(int nu_times_two, const fastfm::ScaledSets<double>& A, const double* length_scale,
                       std::size_t a, fastfm::SetWorkspace<double>& ws, double* diag, double* d_loglength,
                       double* d_points);
+
+// linalg.cpp: false (w untouched) where the factor's diagonal has a zero or non-finite entry
+#if defined(__GNUC__)
+bool likelihood_weights_f64(const double* u, std::size_t n, const double* alpha, double* w);
+#endif
 
 // matvec.cpp
 void matvec_tile_f64(const fastfm::MatvecProblem<double>& pb, fastfm::MatvecWorkspace<double>& ws, std::size_t a0,

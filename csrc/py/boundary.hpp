@@ -115,5 +115,6 @@ void bind_fm(py::module_& m);      // py/fm.cpp
 void bind_set(py::module_& m);     // py/set.cpp
 void bind_hier(py::module_& m);    // py/hier.cpp
 void bind_matvec(py::module_& m);  // py/matvec.cpp
+void bind_linalg(py::module_& m);  // py/linalg.cpp
 
 }  // namespace fastfm_py

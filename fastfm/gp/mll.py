@@ -3,17 +3,17 @@
 * The value follows GPML Alg. 2.1 with one Cholesky factor.
 * The gradient is GPML Eq. 5.9, ∂ log p(y|X,θ)/∂θ_j = ½ tr((ααᵀ − K⁻¹) ∂K/∂θ_j), evaluated as the kernel's
   fused ``gradient_reduction(X, W)`` with W = ½(ααᵀ − K⁻¹): the N×N×n_theta tensor is never formed.
-* On the host one N × N buffer holds K, then L, then W (``_linalg._cholesky_in_place``); where the kernel's
-  Gram stays on the GPU (``terms.device``) the same steps run there (``fastfm._backends.cuda_linalg``), with
-  the host as the fallback when the device has no room.
+* On the host one N × N buffer holds K, then L, then W (``_linalg._cholesky_in_place``, then
+  ``_linalg._likelihood_weights``: up to its _COMPILED_WEIGHTS_MAX_N points the compiled weights hold U⁻¹ in a
+  scratch of their own, at most 0.8 MB); where the kernel's Gram stays on the GPU (``terms.device``) the same
+  steps run there (``fastfm._backends.cuda_linalg``), with the host as the fallback when the device has no room.
 """
 import math
 
 import numpy as np
-from scipy.linalg.blas import dsyr
-from scipy.linalg.lapack import dpotri, dpotrs
+from scipy.linalg.lapack import dpotrs
 
-from ..exceptions import BackendUnavailableError, NotPositiveDefiniteError
+from ..exceptions import BackendUnavailableError
 from . import _linalg, _warnings
 
 __all__ = ["lml", "lml_from_factor", "lml_gradient"]
@@ -42,18 +42,11 @@ def lml_gradient(reduction, factor, alpha, noise):
     caller owns); it is overwritten by W.  ``reduction(W)`` is the kernel's Σ_ab W_ab ∂K_ab/∂θ_j at
     the factorised θ.
     """
-    # W = ½(ααᵀ − K⁻¹): Eq. 5.9 reads ∂/∂θ_j = Σ_ab W_ab ∂K_ab/∂θ_j.  Formed in the factor's buffer:
-    # dpotri writes K⁻¹'s lower triangle over L, dsyr adds ½ααᵀ to that triangle, and the mirror
-    # completes the symmetric W, so no other N × N array is allocated.
-    W, info = dpotri(factor, lower=1, overwrite_c=1)
-    if info != 0:
-        raise NotPositiveDefiniteError(f"inverting the Cholesky factor failed (LAPACK dpotri info={info})")
-    W *= -0.5
-    W = dsyr(0.5, alpha, lower=1, a=W, overwrite_a=1)
-    _linalg._overwrite_strict_lower(W.T)
+    # W = ½(ααᵀ − K⁻¹): Eq. 5.9 reads ∂/∂θ_j = Σ_ab W_ab ∂K_ab/∂θ_j, formed in the factor's buffer
+    W, trace = _linalg._likelihood_weights(factor, alpha)
     # ∂K/∂log noise = noise·I, so the noise term is noise·tr(W)
-    grad_noise = noise * float(np.trace(W))
-    grad_kernel = reduction(W.T)   # W is symmetric: its C-ordered view is the same matrix
+    grad_noise = noise * trace
+    grad_kernel = reduction(W)
     return np.append(grad_kernel, grad_noise)
 
 
