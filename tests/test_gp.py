@@ -258,6 +258,10 @@ def test_compiled_likelihood_weights_validate_their_arguments():
         compiled(np.zeros((5, 5), dtype=np.float32), np.ones(5))
     with pytest.raises(ValueError, match=r"alpha"):
         compiled(factor.copy(), np.ones(4))
+    # through the GP's wrapper a bad argument stays a ValueError (only a singular factor is NotPositiveDefinite)
+    with pytest.raises(ValueError, match=r"alpha") as raised:
+        _linalg._likelihood_weights(np.asfortranarray(factor), np.ones(4))
+    assert not isinstance(raised.value, NotPositiveDefiniteError)
 
 
 def test_one_likelihood_evaluation_holds_one_n_by_n_array():

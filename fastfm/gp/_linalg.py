@@ -47,6 +47,8 @@ def _serial_blas(n):
 # cache.  One core, AVX2, against dpotri + dsyr + the mirror: 4.5x at N = 20, 2.2x at 100, 2.0x at 200, 1.25x at
 # 300, 1.04x at 400, 0.9x at 500 (docs/benchmarks/suggestion.md, "The likelihood's gradient weights in one pass").
 _COMPILED_WEIGHTS_MAX_N = 320
+# what fastfm._cpp.likelihood_weights says of a factor with a zero or non-finite diagonal (csrc/py/linalg.cpp)
+_SINGULAR_FACTOR = "zero or non-finite diagonal entry"
 
 
 class JitterWarning(RuntimeWarning):
@@ -155,7 +157,10 @@ def _likelihood_weights(factor, alpha):
     if compiled is not None and n <= _COMPILED_WEIGHTS_MAX_N:
         try:
             return factor.T, compiled(factor.T, alpha)
-        except ValueError as error:    # a zero or non-finite diagonal: dpotri's info > 0
+        except ValueError as error:
+            if _SINGULAR_FACTOR not in str(error):     # a bad argument, not a singular factor
+                raise
+            # a zero or non-finite diagonal: dpotri's info > 0
             raise NotPositiveDefiniteError(f"inverting the Cholesky factor failed ({error})") from None
     # dpotri writes K⁻¹'s lower triangle over L, dsyr adds ½ααᵀ to that triangle, and the mirror completes
     # the symmetric W, so no other N × N array is allocated
