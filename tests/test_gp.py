@@ -206,7 +206,7 @@ def _weights_of(K, alpha, compiled_max_n, monkeypatch):
     return np.array(W), trace
 
 
-_COMPILED = pytest.mark.skipif(getattr(_linalg._cpp_backend._cpp, "likelihood_weights", None) is None,
+_COMPILED = pytest.mark.skipif(_linalg._compiled_likelihood_weights is None,
                                reason="the compiled extension fastfm._cpp is not built here")
 
 
@@ -231,10 +231,9 @@ def test_compiled_likelihood_weights_equal_the_inverse_and_lapacks(monkeypatch, 
         assert trace == pytest.approx(trace_lapack, rel=1e-10)
 
 
-@pytest.mark.parametrize("compiled_max_n", [_linalg._COMPILED_WEIGHTS_MAX_N, 0], ids=["compiled-weights", "lapack"])
+@pytest.mark.parametrize("compiled_max_n", [pytest.param(_linalg._COMPILED_WEIGHTS_MAX_N, marks=_COMPILED), 0],
+                         ids=["compiled-weights", "lapack"])
 def test_likelihood_weights_of_a_singular_factor_raise(monkeypatch, compiled_max_n):
-    if compiled_max_n and getattr(_linalg._cpp_backend._cpp, "likelihood_weights", None) is None:
-        pytest.skip("the compiled extension fastfm._cpp is not built here")
     monkeypatch.setattr(_linalg, "_COMPILED_WEIGHTS_MAX_N", compiled_max_n)
     factor = np.asfortranarray(np.linalg.cholesky(_spd(6, seed=4)))
     factor[3, 3] = 0.0
@@ -244,7 +243,7 @@ def test_likelihood_weights_of_a_singular_factor_raise(monkeypatch, compiled_max
 
 @_COMPILED
 def test_compiled_likelihood_weights_validate_their_arguments():
-    compiled = _linalg._cpp_backend._cpp.likelihood_weights
+    compiled = _linalg._compiled_likelihood_weights
     factor = np.linalg.cholesky(_spd(5, seed=5))
     with pytest.raises(ValueError, match="factor_rows must be C-contiguous and writeable"):
         compiled(np.asfortranarray(factor), np.ones(5))

@@ -145,7 +145,7 @@ class LikelihoodWeights:
         from fastfm.gp import _linalg
         if not hasattr(_linalg, "_likelihood_weights"):
             raise NotImplementedError("this commit forms W inside fastfm.gp.mll")
-        if path == "compiled" and getattr(_linalg._cpp_backend._cpp, "likelihood_weights", None) is None:
+        if path == "compiled" and getattr(_linalg, "_compiled_likelihood_weights", None) is None:
             raise NotImplementedError("the compiled extension is not built here")
         self.linalg, self.saved = _linalg, _linalg._COMPILED_WEIGHTS_MAX_N
         _linalg._COMPILED_WEIGHTS_MAX_N = n if path == "compiled" else 0

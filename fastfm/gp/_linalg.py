@@ -47,6 +47,8 @@ def _serial_blas(n):
 # cache.  One core, AVX2, against dpotri + dsyr + the mirror: 4.5x at N = 20, 2.2x at 100, 2.0x at 200, 1.25x at
 # 300, 1.04x at 400, 0.9x at 500 (docs/benchmarks/suggestion.md, "The likelihood's gradient weights in one pass").
 _COMPILED_WEIGHTS_MAX_N = 320
+# the compiled weights, None where the extension is not built (or was built without GCC vector extensions)
+_compiled_likelihood_weights = getattr(_cpp_backend._cpp, "likelihood_weights", None)
 # what fastfm._cpp.likelihood_weights says of a factor with a zero or non-finite diagonal (csrc/py/linalg.cpp)
 _SINGULAR_FACTOR = "zero or non-finite diagonal entry"
 
@@ -152,11 +154,9 @@ def _likelihood_weights(factor, alpha):
 
     ``factor`` is ``_cholesky_in_place``'s (L in the lower triangle of a Fortran-ordered buffer the caller
     owns); W is returned as the buffer's C-ordered view (W is symmetric: the same matrix either way)."""
-    n = factor.shape[0]
-    compiled = getattr(_cpp_backend._cpp, "likelihood_weights", None)
-    if compiled is not None and n <= _COMPILED_WEIGHTS_MAX_N:
+    if _compiled_likelihood_weights is not None and factor.shape[0] <= _COMPILED_WEIGHTS_MAX_N:
         try:
-            return factor.T, compiled(factor.T, alpha)
+            return factor.T, _compiled_likelihood_weights(factor.T, alpha)
         except ValueError as error:
             if _SINGULAR_FACTOR not in str(error):     # a bad argument, not a singular factor
                 raise
