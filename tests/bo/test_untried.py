@@ -115,7 +115,11 @@ def test_a_conditional_parent_gets_an_untried_value_with_valid_children():
 def test_a_loaded_run_makes_the_same_untried_value_suggestions(tmp_path):
     path = tmp_path / "run.jsonl"
     opt = ff.Optimizer(_space(), n_init=4, seed=3, n_restarts=2, untried_patience=2, storage=path)
-    flags = _untried_flags(opt, _needle, 12)
+    # until the first untried-value suggestion: its step depends on the fits' last bits (step 9-12 on AVX2
+    # machines, 15 on an AVX-512 one), not on what this test checks
+    flags = []
+    while not any(flags) and len(flags) < 30:
+        flags += _untried_flags(opt, _needle, 1)
     assert any(flags)
     copy = tmp_path / "copy.jsonl"            # its own file: two optimizers on one journal would share trials
     shutil.copyfile(path, copy)

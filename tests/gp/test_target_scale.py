@@ -28,4 +28,7 @@ def test_predictions_scale_with_the_targets(log_transform_y, scale):
     np.testing.assert_allclose(mean / abs(scale), mean_unit, rtol=1e-6, atol=1e-9)
     if not log_transform_y:          # with "shift" the std is in log units, the same at every scale
         std = std / abs(scale)
-    np.testing.assert_allclose(std, std_unit, rtol=1e-5, atol=1e-9)
+    # two L-BFGS-B fits, each stopping at a relative ftol of 1e-5 (fitting._LBFGSB_OPTIONS): their hyperparameters,
+    # and so the std, agree to about that (1.3e-5 at 1e-300 with "shift" on an AVX-512 machine); a scale leaking
+    # into the model would be off by orders of magnitude
+    np.testing.assert_allclose(std, std_unit, rtol=1e-4, atol=1e-9)
