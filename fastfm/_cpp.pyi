@@ -48,6 +48,17 @@ def fm_grad_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, tables: Spectral
                       betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike, exponent: float,
                       num_threads: int = 0
                       ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]: ...
+def fm_gram_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[ArrayLike], tables: list[SpectralTables],
+                alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike, kind: int, coefficients: ArrayLike,
+                exponent: float, num_threads: int = 0, out: NDArray[np.float64] | None = None
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(K, diagonals (n_parts, N)): the FM Grams of parts on the same points (part k on C / lengthscales[k] and
+    states[k] with tables[k]), added in order into ``out`` (in place) or a new array."""
+def fm_grad_reduction_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[ArrayLike], W: ArrayLike,
+                          tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike,
+                          kind: int, coefficients: ArrayLike, exponent: float, num_threads: int = 0,
+                          symmetric_weights: bool = False) -> NDArray[np.float64]:
+    """Per part of ``fm_gram_sum``, [g_lengthscale | g_alpha | g_beta | g_variance], concatenated."""
 def fm_reduction_from_argument(R: ArrayLike, D: ArrayLike, W: ArrayLike, tables: SpectralTables, alphas: ArrayLike,
                                betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
                                exponent: float, num_threads: int = 0

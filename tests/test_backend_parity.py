@@ -22,6 +22,7 @@ from _spaces import SPACES
 import fastfm as ff
 from fastfm._backends import available_backends, backend_status, numpy_backend
 from fastfm._backends.modulation import DIFFUSION, LAP_FAMILY, Modulation
+from fastfm.kernels.additive import _standalone
 
 RTOL = 1e-12
 
@@ -439,6 +440,105 @@ def test_grad_reduction_with_symmetric_weights(cpp, any_space, modulation, n):
     again = cpp.fm_grad_reduction(C, D, lower_zeroed, *args, True)
     np.testing.assert_array_equal(np.concatenate([again[0], again[1], again[2], [again[3]]]),
                                   np.concatenate([actual[0], actual[1], actual[2], [actual[3]]]))
+
+
+def _part_sum(space, n, seed, n_terms=3):
+    """Inputs of fm_gram_sum: the product on ``space`` and one term per discrete variable among the first
+    ``n_terms`` (AdditiveFM's parts), each with lengthscales, α, β and a variance of its own."""
+    X = space.sample_encoded(n, seed=seed)
+    if n > 4:
+        X[4] = X[1]                                             # a zero distance
+    C, D = space.split(X)
+    rng = np.random.default_rng(seed + 1)
+    P = space.n_discrete
+    terms = list(range(min(P, n_terms)))
+    states = [D] + [np.ascontiguousarray(D[:, [p]]) for p in terms]
+    spectra = [space.packed_spectra] + [ff.Space([_standalone(space.discrete_params[p])]).packed_spectra for p in terms]
+    n_variables = P + len(terms)
+    return (np.ascontiguousarray(C), rng.uniform(0.2, 2.0, (len(states), space.n_continuous)), states, spectra,
+            rng.uniform(0.05, 5.0, n_variables), rng.uniform(0.05, 5.0, n_variables),
+            rng.uniform(0.3, 2.0, len(states)))
+
+
+def test_gram_sum_is_the_sum_of_the_parts_grams(cpp, any_space, modulation):
+    """fm_gram_sum: part k's Gram as fm_gram gives it (C / lengthscales[k], its states and spectra, its slice of α
+    and β), summed in order bit for bit, and each part's diagonal; the NumPy reference to rounding."""
+    if any_space.n_discrete == 0:
+        pytest.skip("parts need a discrete variable")
+    C, lengthscales, states, spectra, alphas, betas, variances = args = _part_sum(any_space, 31, seed=60)
+    K, diagonals = cpp.fm_gram_sum(*args, modulation)
+    ends = np.cumsum([D.shape[1] for D in states])
+    parts = [cpp.fm_gram(np.ascontiguousarray(C / lengthscales[k]), D, None, None, spectra[k], a, b, variances[k],
+                         modulation)
+             for k, (D, a, b) in enumerate(zip(states, np.split(alphas, ends[:-1]), np.split(betas, ends[:-1])))]
+    expected = parts[0].copy()
+    for part in parts[1:]:
+        expected += part
+    np.testing.assert_array_equal(K, expected)
+    np.testing.assert_array_equal(diagonals, np.array([part.diagonal() for part in parts]))
+    reference, reference_diagonals = numpy_backend.fm_gram_sum(*args, modulation)
+    assert_close(K, reference)
+    assert_close(diagonals, reference_diagonals)
+    # added into a given array, in place
+    out = np.full_like(K, 0.25)
+    again, _ = cpp.fm_gram_sum(*args, modulation, out=out)
+    assert np.shares_memory(again, out)
+    np.testing.assert_allclose(out, 0.25 + K, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("n", [29, 203])
+def test_grad_reduction_sum_is_the_parts_reductions(cpp, any_space, modulation, n):
+    """fm_grad_reduction_sum: per part fm_grad_reduction's four outputs, concatenated, bit for bit; the NumPy
+    reference within each sum's rounding."""
+    if any_space.n_discrete == 0:
+        pytest.skip("parts need a discrete variable")
+    C, lengthscales, states, spectra, alphas, betas, variances = args = _part_sum(any_space, n, seed=61)
+    A = np.random.default_rng(62).standard_normal((n, n))
+    W = A + A.T
+    actual = cpp.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances, modulation, True)
+    ends = np.cumsum([D.shape[1] for D in states])
+    pieces, scales = [], []
+    for k, (D, a, b) in enumerate(zip(states, np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+        part_args = (spectra[k], a, b, variances[k], modulation)
+        C_k = np.ascontiguousarray(C / lengthscales[k])
+        g = cpp.fm_grad_reduction(C_k, D, W, *part_args, True)
+        pieces += [g[0], g[1], g[2], [g[3]]]
+        scales.append(_reduction_scales(C_k, D, W, part_args))
+    np.testing.assert_array_equal(actual, np.concatenate(pieces))
+    reference = numpy_backend.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances,
+                                                    modulation)
+    assert_close(actual, reference, scale=np.concatenate(scales))
+
+
+def test_part_sums_name_a_bad_argument(cpp):
+    space = SPACES["mixed"]
+    C, lengthscales, states, spectra, alphas, betas, variances = _part_sum(space, 12, seed=63)
+    modulation = Modulation()
+    good = dict(C=C, lengthscales=lengthscales, states=states, spectra_list=spectra, alphas=alphas, betas=betas,
+                variances=variances, modulation=modulation)
+    cases = [
+        (dict(lengthscales=lengthscales[:-1]), "lengthscales must have shape"),
+        (dict(lengthscales=-lengthscales), "lengthscales must be positive"),
+        (dict(states=states[:-1]), "states must hold one state matrix per part"),
+        (dict(states=[states[0]] + [states[1] + 7] + states[2:]), r"states\[1\]\[0, 0\]"),
+        (dict(alphas=alphas[:-1]), "alphas must have shape"),
+        (dict(betas=-betas), "alphas and betas must be finite and >= 0"),
+        (dict(variances=variances[:1]), "variances must have shape"),
+        (dict(spectra_list=[]), "at least one part"),
+    ]
+    for change, message in cases:
+        with pytest.raises(ValueError, match=message):
+            cpp.fm_gram_sum(**{**good, **change})
+        with pytest.raises(ValueError, match=message):
+            cpp.fm_grad_reduction_sum(W=np.eye(12), **{**good, **change})
+    read_only = np.zeros((12, 12))
+    read_only.flags.writeable = False
+    for out in (np.zeros((12, 12), dtype=np.float32), np.zeros((12, 11)), np.asfortranarray(np.ones((12, 12))),
+                read_only):
+        with pytest.raises(ValueError, match="out must be a writable C-contiguous float64 array"):
+            cpp.fm_gram_sum(**good, out=out)
+    with pytest.raises(ValueError, match="W must have shape"):
+        cpp.fm_grad_reduction_sum(W=np.eye(11), **good)
 
 
 def test_reduction_from_argument(cpp, any_space, modulation):

@@ -158,3 +158,31 @@ class LikelihoodWeights:
 
     def time_likelihood_weights(self, path, n):
         self.linalg._likelihood_weights(self.factor.copy(order="F"), self.alpha)
+
+
+class AdditiveLikelihood:
+    """One log marginal likelihood with its gradient of AdditiveFM (the kernel kernel="auto" keeps on the HPO and
+    the paper's problems) at a BO fit's sizes, on SVM's space (three nominal and three continuous variables:
+    every part plain, one call of the backend for all of them since fm_gram_sum) and XGBoost's (an integer too:
+    its scaled parts part by part)."""
+
+    params = (["svm", "xgboost"], [30, 100])
+    param_names = ["problem", "N"]
+
+    def setup(self, problem, n):
+        import math
+
+        import numpy as np
+        from fastfm.benchmarks import get_problem
+        from fastfm.kernels import make_kernel
+        space = get_problem(problem).space
+        rng = np.random.default_rng(0)
+        X = space.sample_encoded(n, rng)
+        self.kernel = make_kernel("modlap_additive", space)
+        self.gp = GaussianProcessRegressor(self.kernel, optimizer=None, noise=1e-2)
+        self.terms = self.kernel._likelihood_terms(X)
+        self.y = rng.standard_normal(n)
+        self.log_noise = math.log(1e-2)
+
+    def time_lml_and_gradient(self, problem, n):
+        self.gp._lml(self.terms, self.kernel.theta, self.y, self.log_noise, True)

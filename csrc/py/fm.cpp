@@ -2,6 +2,8 @@
 // Signatures mirror the private functions of fastfm/_backends/numpy_backend.py (same order of
 // arguments); fastfm/_backends/cpp.py adapts the Python objects to them.  The hot work runs in the
 // entry points of csrc/dispatch/ (one clone per ISA), reached through the drivers of fm.hpp.
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -205,6 +207,183 @@ py::tuple fm_cross_gradient(const py::object& C1_obj, const py::object& D1_obj, 
     return py::make_tuple(K, dK);
 }
 
+// ---- A sum of FM kernels on the same points (fm_gram_sum, fm_grad_reduction_sum) ----
+// Part k is an FM kernel on the continuous columns C scaled by its own lengthscales and on discrete
+// columns of its own (states[k], tables[k]), with its α, β (concatenated over the parts, tables[k]'s
+// count each) and variance.  AdditiveFM is such a sum (the product, one term per discrete variable):
+// one call for all of its parts saves each part's Python bookkeeping and call overhead, ~12 µs of a
+// part's ~30 µs at 100 points (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call").
+struct PartSum {
+    DoubleArray C, lengthscales, alphas, betas, variances;
+    std::vector<IndexArray> states;
+    std::vector<const Tables*> tables;
+    std::vector<std::size_t> offsets;  // part k's α and β start at offsets[k]
+    fastfm::Modulation<double> modulation;
+    py::ssize_t N = 0, Dc = 0;
+    std::size_t n_parts = 0;
+
+    // C / lengthscales[k], as numpy's C / θ (the same division, so the same bits as the part's own call)
+    std::vector<double> scaled(std::size_t k) const {
+        std::vector<double> out(static_cast<std::size_t>(N * Dc));
+        const double* c = C.data();
+        const double* ls = lengthscales.data() + k * static_cast<std::size_t>(Dc);
+        for (py::ssize_t a = 0; a < N; ++a)
+            for (py::ssize_t d = 0; d < Dc; ++d) out[a * Dc + d] = c[a * Dc + d] / ls[d];
+        return out;
+    }
+    // the Gram takes the rational forms and the continuant path; the reduction neither (symmetric_reduction)
+    fastfm::FMPlan<double> plan(std::size_t k, bool rational_forms) const {
+        fastfm::FMPlan<double> plan = with_lanes(fastfm::FMPlan<double>(
+            *tables[k], alphas.data() + offsets[k], betas.data() + offsets[k], variances.data()[k], modulation,
+            static_cast<std::size_t>(Dc), /*allow_tridiagonal=*/rational_forms));
+        if (rational_forms) plan.prepare_rational();
+        return plan;
+    }
+};
+
+PartSum check_part_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
+                       const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
+                       const py::object& variances_obj, int kind, const py::object& coefficients, double exponent) {
+    PartSum s;
+    s.C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    s.N = s.C.shape(0);
+    s.Dc = s.C.shape(1);
+    s.n_parts = py::len(tables_obj);
+    const auto n_parts = static_cast<py::ssize_t>(s.n_parts);
+    if (s.n_parts == 0) throw py::value_error("tables must name at least one part, got an empty list");
+    if (py::len(states_obj) != s.n_parts)
+        throw py::value_error("states must hold one state matrix per part (" + std::to_string(s.n_parts) +
+                              "), got " + std::to_string(py::len(states_obj)));
+    s.lengthscales = float_array(lengthscales_obj, "lengthscales", {n_parts, s.Dc},
+                                 "(" + std::to_string(n_parts) + ", " + std::to_string(s.Dc) + ")");
+    for (py::ssize_t i = 0; i < s.lengthscales.size(); ++i)
+        if (!(std::isfinite(s.lengthscales.data()[i]) && s.lengthscales.data()[i] > 0))
+            throw py::value_error("lengthscales must be positive and finite, got " +
+                                  std::to_string(s.lengthscales.data()[i]));
+    std::size_t total = 0;
+    for (std::size_t k = 0; k < s.n_parts; ++k) {
+        s.tables.push_back(&tables_obj[k].cast<const Tables&>());
+        const std::string name = "states[" + std::to_string(k) + "]";
+        s.states.push_back(state_matrix(states_obj[k], name.c_str(), *s.tables[k], s.N));
+        s.offsets.push_back(total);
+        total += s.tables[k]->n_variables();
+    }
+    const std::string per_variable = "(" + std::to_string(total) + ",), the parts' variables concatenated";
+    s.alphas = float_array(alphas_obj, "alphas", {static_cast<py::ssize_t>(total)}, per_variable);
+    s.betas = float_array(betas_obj, "betas", {static_cast<py::ssize_t>(total)}, per_variable);
+    for (std::size_t i = 0; i < total; ++i)
+        if (!(std::isfinite(s.alphas.data()[i]) && s.alphas.data()[i] >= 0 && std::isfinite(s.betas.data()[i]) &&
+              s.betas.data()[i] >= 0))
+            throw py::value_error("alphas and betas must be finite and >= 0, got alphas[" + std::to_string(i) +
+                                  "] = " + std::to_string(s.alphas.data()[i]) + ", betas[" + std::to_string(i) +
+                                  "] = " + std::to_string(s.betas.data()[i]));
+    s.variances = float_array(variances_obj, "variances", {n_parts}, "(" + std::to_string(n_parts) + ",)");
+    for (std::size_t k = 0; k < s.n_parts; ++k) checked_variance(s.variances.data()[k]);
+    s.modulation = make_modulation(kind, coefficients, exponent);
+    return s;
+}
+
+// Σ_k K_k (N × N), added part by part in order into `out` (or into a new array, part 0 written there): the
+// same sums, in the same order, as the parts' Grams added by numpy.  Returns (K, diagonals (n_parts, N)).
+py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
+                      const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
+                      const py::object& variances_obj, int kind, const py::object& coefficients, double exponent,
+                      int num_threads, const py::object& out_obj) {
+    const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
+                                     variances_obj, kind, coefficients, exponent);
+    const py::ssize_t N = s.N;
+    py::array_t<double> K;
+    const bool fresh = out_obj.is_none();
+    if (fresh) {
+        K = py::array_t<double>({N, N});
+    } else {
+        // written in place: no conversion (a converted copy would leave the caller's array unchanged)
+        py::array raw = as_array(out_obj, "out");
+        const bool ok = raw.dtype().is(py::dtype::of<double>()) && raw.ndim() == 2 && raw.shape(0) == N &&
+                        raw.shape(1) == N && (raw.flags() & py::array::c_style) && raw.writeable();
+        if (!ok)
+            throw py::value_error("out must be a writable C-contiguous float64 array of shape (" + std::to_string(N) +
+                                  ", " + std::to_string(N) + "), got dtype " + std::string(py::str(raw.dtype())) +
+                                  " and shape " + shape_of(raw));
+        K = py::reinterpret_borrow<py::array_t<double>>(raw);
+    }
+    py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
+    {
+        py::gil_scoped_release release;
+        double* k_out = K.mutable_data();
+        double* diag = diagonals.mutable_data();
+        const std::size_t n = static_cast<std::size_t>(N), dc = static_cast<std::size_t>(s.Dc);
+        std::unique_ptr<double[]> scratch;   // every entry is written before it is read: no zero fill
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            const bool direct = fresh && k == 0;
+            if (!direct && !scratch) scratch.reset(new double[n * n]);
+            double* target = direct ? k_out : scratch.get();
+            const std::vector<double> C = s.scaled(k);
+            const fastfm::FMPlan<double> plan = s.plan(k, true);
+            const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
+                                                                       s.tables[k]->n_variables());
+            fastfm::GramProblem<double> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = C.data();
+            pb.rows_states = s.states[k].data();
+            pb.cols = &cols;
+            pb.n_rows = n;
+            pb.symmetric = true;
+            pb.K = target;
+            fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+            for (std::size_t a = 0; a < n; ++a) diag[k * n + a] = target[a * n + a];
+            if (!direct)
+                for (std::size_t i = 0; i < n * n; ++i) k_out[i] += scratch[i];
+        }
+    }
+    return py::make_tuple(K, diagonals);
+}
+
+// Every part's Σ_ab W_ab ∂K_ab/∂log ψ, concatenated: per part [log θ (Dc) | log α (P_k) | log β (P_k) |
+// log σ²], the layout of fm_grad_reduction's four outputs.
+py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::object& lengthscales_obj,
+                                          const py::list& states_obj, const py::object& W_obj,
+                                          const py::list& tables_obj, const py::object& alphas_obj,
+                                          const py::object& betas_obj, const py::object& variances_obj, int kind,
+                                          const py::object& coefficients, double exponent, int num_threads,
+                                          bool symmetric_weights) {
+    const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
+                                     variances_obj, kind, coefficients, exponent);
+    const py::ssize_t N = s.N;
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    const std::size_t dc = static_cast<std::size_t>(s.Dc), n = static_cast<std::size_t>(N);
+    std::size_t size = 0;
+    for (std::size_t k = 0; k < s.n_parts; ++k) size += dc + 2 * s.tables[k]->n_variables() + 1;
+    py::array_t<double> out(static_cast<py::ssize_t>(size));
+    {
+        py::gil_scoped_release release;
+        double* flat = out.mutable_data();
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            const std::vector<double> C = s.scaled(k);
+            // the continuant (tridiagonal) path gives F only; the reduction needs ∂F too (symmetric_reduction)
+            const fastfm::FMPlan<double> plan = s.plan(k, false);
+            const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
+                                                                       s.tables[k]->n_variables());
+            fastfm::ReductionProblem<double> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = C.data();
+            pb.rows_states = s.states[k].data();
+            pb.cols = &cols;
+            pb.N = n;
+            pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+            pb.fused_kernel = &fastfm_dispatch::complete_reduction_fused_f64;
+            pb.W = W.data();
+            pb.symmetric_weights = symmetric_weights;
+            const std::vector<double> sums =
+                fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
+            const std::size_t count = dc + 2 * s.tables[k]->n_variables() + 1;
+            for (std::size_t i = 0; i < count; ++i) flat[i] = sums[i];
+            flat += count;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 void bind_fm(py::module_& m) {
@@ -225,6 +404,16 @@ void bind_fm(py::module_& m) {
           py::arg("exponent"), py::arg("num_threads") = 0, py::arg("symmetric_weights") = false,
           "(g_lengthscale (Dc,), g_alpha (P,), g_beta (P,), g_variance): Σ_ab W_ab ∂K_ab/∂log ψ. "
           "symmetric_weights=True promises W = Wᵀ and reads only W's upper triangle.");
+    m.def("fm_gram_sum", &fm_gram_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"), py::arg("tables"),
+          py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"), py::arg("coefficients"),
+          py::arg("exponent"), py::arg("num_threads") = 0, py::arg("out") = py::none(),
+          "(K (N, N), diagonals (n_parts, N)): the sum of FM Grams of parts on the same points, part k on C / "
+          "lengthscales[k] and states[k] (tables[k]), added in order into out (in place) or a new array.");
+    m.def("fm_grad_reduction_sum", &fm_grad_reduction_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"),
+          py::arg("W"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          py::arg("symmetric_weights") = false,
+          "Per part of fm_gram_sum, [g_lengthscale (Dc) | g_alpha (P_k) | g_beta (P_k) | g_variance], concatenated.");
     m.def("fm_reduction_from_argument", &fm_reduction_from_argument, py::arg("R"), py::arg("D"), py::arg("W"),
           py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,

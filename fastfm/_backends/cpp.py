@@ -107,6 +107,36 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     return _cpp.fm_gram(C1, D1, C2, D2, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))
 
 
+def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None):
+    """(Σ_k K_k, the parts' diagonals (n_parts, N)): the Grams of FM kernels on the same points, part k on
+    C / lengthscales[k] and its own discrete columns ``states[k]`` and ``spectra_list[k]``, with its slice of the
+    concatenated ``alphas`` and ``betas`` and ``variances[k]``; added in order into ``out`` (in place) if given."""
+    n_pairs = len(C) * (len(C) + 1) // 2
+    return _cpp.fm_gram_sum(C, lengthscales, states, [_tables(spectra) for spectra in spectra_list], alphas, betas,
+                            variances, *_modulation_arguments(modulation), _threads_of_parts(spectra_list, n_pairs),
+                            out)
+
+
+def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
+                          symmetric_weights=False):
+    """Per part of ``fm_gram_sum``, ``fm_grad_reduction``'s [g_lengthscale | g_alpha | g_beta | g_variance],
+    concatenated into one vector."""
+    return _cpp.fm_grad_reduction_sum(C, lengthscales, states, W, [_tables(spectra) for spectra in spectra_list],
+                                      alphas, betas, variances, *_modulation_arguments(modulation),
+                                      _threads_of_parts(spectra_list, 2 * np.size(W)), bool(symmetric_weights))
+
+
+def _modulation_arguments(modulation):
+    return int(modulation.kind), np.asarray(modulation.coefficients, dtype=np.float64), float(modulation.exponent)
+
+
+def _threads_of_parts(spectra_list, n_pairs):
+    """``_threads`` for a call over several parts' pairs (each part runs with that many threads in turn)."""
+    if int(_setting("num_threads")) == 1:
+        return 1
+    return _threads_for(n_pairs * sum(_terms_per_pair(spectra) for spectra in spectra_list))
+
+
 def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation):
     """K_ab = σ² Π_p F_p(v_a, v_b, α_p R_ab)."""
     return _cpp.fm_gram_from_argument(R, D1, D2, *_hyper(spectra, alphas, betas, variance, modulation, np.size(R)))

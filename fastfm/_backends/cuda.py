@@ -61,12 +61,13 @@ from collections import OrderedDict
 import numpy as np
 
 from ..exceptions import BackendUnavailableError, InvalidValueError
+from . import _parts
 
 name = "cuda"
 
 __all__ = ["probe", "describe", "clear_device_cache", "device_stats", "fm_gram", "fm_gram_device",
            "fm_gram_from_argument",
-           "fm_grad_reduction", "fm_reduction_from_argument",
+           "fm_grad_reduction", "fm_reduction_from_argument", "fm_gram_sum", "fm_grad_reduction_sum",
            "fm_neighbour_gram", "fm_neighbour_gram_batch", "set_gram", "set_grad_reduction", "hier_gram",
            "hier_gram_device", "hier_grad_reduction"]
 
@@ -569,6 +570,19 @@ def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulatio
         _launch(kernels.fm_gram_from_argument, grid, block, _per_call(R), _cached(D1), _cached(D2),
                 *_hyper(spectra, alphas, betas, variance, modulation), K)
     return _download(K)
+
+
+def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None):
+    """``numpy_backend.fm_gram_sum`` with this backend's :func:`fm_gram` per part (each downloaded)."""
+    return _parts.sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances,
+                                    modulation, out)
+
+
+def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
+                          symmetric_weights=False):
+    """``numpy_backend.fm_grad_reduction_sum`` with this backend's :func:`fm_grad_reduction` per part."""
+    return _parts.concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas,
+                                               betas, variances, modulation, symmetric_weights)
 
 
 def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, symmetric_weights=False):

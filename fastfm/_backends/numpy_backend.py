@@ -18,6 +18,7 @@ modulation : Modulation
 """
 import numpy as np
 
+from . import _parts
 from .modulation import Modulation  # noqa: F401  (documented type)
 from .profiles import matern52_profile, rbf_profile
 
@@ -75,6 +76,21 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     """The FM Gram matrix, shape (N, M) (or (N, N) when C2 is None)."""
     R = continuous_argument(C1, C2, modulation.exponent)
     return fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation)
+
+
+def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None):
+    """(Σ_k K_k, diagonals (n_parts, N)): the Grams of FM kernels on the same points, each on its own lengthscales
+    and discrete columns (``_parts``' module docstring), added in order into ``out`` (in place) if given."""
+    return _parts.sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances,
+                                    modulation, out)
+
+
+def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
+                          symmetric_weights=False):
+    """Per part of ``fm_gram_sum``, ``fm_grad_reduction``'s (g_lengthscale, g_alpha, g_beta, g_variance), the
+    parts' concatenated into one vector."""
+    return _parts.concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas,
+                                               betas, variances, modulation, symmetric_weights)
 
 
 def _products_of_others(factors):

@@ -29,7 +29,7 @@ from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
-from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _PlainReductions, _UnitDiagonalRows
+from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _PlainPartSum, _UnitDiagonalRows
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -213,20 +213,26 @@ class _AdditiveLikelihoodTerms:
         self.selections = kernel._selections()
         self.parts = [kernel._product._likelihood_terms(X)] + [
             term.kernel._likelihood_terms(term._select(X)) for term in kernel._terms]
-        # the gradient: the plain parts' (no unit-diagonal scaling: mostly the nominal terms) in one pass, the others
-        # part by part before them (so that they read W as the parts in order did)
-        plain = [k for k, part in enumerate(self.parts) if part.plain]
-        self._plain_reductions = _PlainReductions([self.parts[k] for k in plain])
-        self._plain_selection = (np.concatenate([self.selections[k] for k in plain]) if plain
-                                 else np.zeros(0, dtype=np.int64))
-        self._other_parts = [(part, selection) for k, (part, selection) in enumerate(zip(self.parts, self.selections))
-                             if k not in plain]
         self._n_theta = kernel.n_theta             # every hyperparameter is free on this path (_likelihood_terms)
         self._normalisers = NormaliserLayout([part.spectra for part in self.parts])
         self._modulation = self.parts[0].modulation
         # per part, where its β sit in the parts' concatenated variables (the product's P, then one per term)
         counts = [part.n_discrete for part in self.parts]
         self._variables = np.split(np.arange(sum(counts)), np.cumsum(counts)[:-1])
+        # the plain parts (no unit-diagonal scaling: mostly the nominal terms) in one call of the backend
+        # (fm._PlainPartSum), the others part by part; the Gram adds the plain parts' sum where the first of
+        # them stands, so that K is summed in the parts' order wherever they come first (the product on a
+        # nominal space; after an integer's scaled parts on XGBoost)
+        plain = [k for k, part in enumerate(self.parts) if part.plain]
+        if not plain or not _PlainPartSum.shares_points([self.parts[k] for k in plain]):
+            plain = []
+        self._plain = (_PlainPartSum([self.parts[k] for k in plain], [self.selections[k] for k in plain],
+                                     [self._variables[k] for k in plain]) if plain else None)
+        self._plain_selection = (np.concatenate([self.selections[k] for k in plain]) if plain
+                                 else np.zeros(0, dtype=np.int64))
+        self._other_parts = [k for k in range(len(self.parts)) if k not in plain]
+        self._gram_order = sorted(self._other_parts + plain[:1])   # plain[0]: the plain parts' sum
+        self._plain_first = plain[0] if plain else None
         self._beta_positions = np.concatenate([part.betas_of(selection)
                                                for part, selection in zip(self.parts, self.selections)])
         # the unit-diagonal scalings of the parts on graphs with unequal degrees (an ordinal's path), in one pass
@@ -240,18 +246,23 @@ class _AdditiveLikelihoodTerms:
         c, dlog_c = self._normalisers.factors(self._modulation, betas)
         scalings = [None] * len(self.parts) if self._unit_rows is None else self._unit_rows.at(self._modulation, betas)
         K = None
-        for part, selection, variables, scaling in zip(self.parts, self.selections, self._variables, scalings):
+        for k in self._gram_order:
+            if k == self._plain_first:
+                K = self._plain.gram(values, c, dlog_c, K)
+                continue
+            part, selection, variables = self.parts[k], self.selections[k], self._variables[k]
             normaliser = c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
-            K_part = part.gram_at(part.arguments_at(values[selection], normaliser, dlog_c[variables]), scaling)
+            K_part = part.gram_at(part.arguments_at(values[selection], normaliser, dlog_c[variables]), scalings[k])
             K = K_part if K is None else _combine_into_first(np.add, K, K_part)
         return K
 
     def reduction(self, W):
         with _diagonal_zeroed_in_place(W) as (W_off, w_diag):
             gradient = np.zeros(self._n_theta)
-            for part, selection in self._other_parts:
-                gradient[selection] = part.reduction_without_diagonal(W_off, w_diag)
-            gradient[self._plain_selection] = self._plain_reductions(W_off, w_diag)
+            for k in self._other_parts:
+                gradient[self.selections[k]] = self.parts[k].reduction_without_diagonal(W_off, w_diag)
+            if self._plain is not None:
+                gradient[self._plain_selection] = self._plain.reduction(W_off, w_diag)
             return gradient
 
 

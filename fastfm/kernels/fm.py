@@ -110,46 +110,81 @@ class _ModulatedKernel(SpaceKernel):
                                         self._memo("diag_tables", self._compute_diag_tables)[1])
 
 
-class _PlainReductions:
-    """``reduction_without_diagonal`` of several ``_FMLikelihoodTerms`` on the same W at once, for those that are
-    ``plain`` (every graph vertex-transitive, every hyperparameter free): their vectors [log θ | log α | log β |
-    log variance], concatenated.  Each is the backend's sums with the normaliser's share moved from the variance
-    to β (``_fm_reduction_vector``) and the a = b pairs' share Σ_a W_aa K_aa added to the variance
-    (``_add_zero_distance_share`` with no tables), here as one vectorised pass over all of them: part by part
-    that bookkeeping was ~25 µs of numpy calls a part around the backend's ~30-50 µs, in every likelihood
-    evaluation of AdditiveFM (one part per discrete variable, and the product; docs/benchmarks/suggestion.md,
-    "Assembling AdditiveFM's gradient in one pass")."""
+class _PlainPartSum:
+    """The Gram and the gradient reduction of several ``plain`` ``_FMLikelihoodTerms`` (every graph
+    vertex-transitive, every hyperparameter free) that are parts of one sum on the same points, AdditiveFM's,
+    through the backend's ``fm_gram_sum`` and ``fm_grad_reduction_sum``: one call each for all of them.
 
-    def __init__(self, parts):
+    Part by part, each part's arguments, call and bookkeeping were ~12 µs of Python and call overhead around
+    ~20 µs of compiled work at 100 points, four to five parts per likelihood evaluation on the HPO problems
+    (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call"); the reduction's assembly was one
+    vectorised pass already ("Assembling AdditiveFM's gradient in one pass").  The parts' Grams are added in
+    their order, each as the part's own call computes it, so K is the parts' sum bit for bit.
+
+    ``selections[k]``: part k's [θ | α | β | σ²] as indices into the composite kernel's hyperparameter values;
+    ``variables[k]``: its variables' indices into the normaliser factors c (``NormaliserLayout.factors``)."""
+
+    def __init__(self, parts, selections, variables):
         self.parts = list(parts)
-        sizes = np.array([part.n_continuous + 2 * part.n_discrete + 1 for part in self.parts], dtype=np.int64)
+        first = self.parts[0]
+        self.C, self.modulation = first.C, first.modulation
+        self.states = [part.D for part in self.parts]
+        self.spectra = [part.spectra for part in self.parts]
+        self._gram_sum = backend_function(first.backend, "fm_gram_sum")
+        self._reduction_sum = backend_function(first.backend, "fm_grad_reduction_sum")
+        Dc = first.n_continuous
+        counts = [part.n_discrete for part in self.parts]
+        self._lengthscale_index = np.array([selection[:Dc] for selection in selections], dtype=np.int64).reshape(
+            len(self.parts), Dc)
+        self._alpha_index = np.concatenate([s[Dc:Dc + P] for s, P in zip(selections, counts)])
+        self._beta_index = np.concatenate([s[Dc + P:Dc + 2 * P] for s, P in zip(selections, counts)])
+        self._variance_index = np.array([selection[-1] for selection in selections], dtype=np.int64)
+        # σ²_k = variance_k / Π_p c_p over part k's variables: c_p itself for one variable (the terms)
+        self._first_variable = np.array([v[0] for v in variables], dtype=np.int64)
+        self._several = [(k, v) for k, v in enumerate(variables) if len(v) > 1]
+        self._dlog_index = np.concatenate(variables)
+        # the reduction's layout: per part [log θ | log α | log β | log σ²]
+        sizes = np.array([Dc + 2 * P + 1 for P in counts], dtype=np.int64)
         ends = np.cumsum(sizes)
-        self.size = int(ends[-1]) if len(sizes) else 0
-        self._starts = (ends - sizes).tolist()
-        self._variance_positions = ends - 1
-        beta_blocks = [np.arange(start + part.n_continuous + part.n_discrete, start + part.n_continuous
-                                 + 2 * part.n_discrete) for start, part in zip(self._starts, self.parts)]
-        self._beta_positions = np.concatenate(beta_blocks) if beta_blocks else np.zeros(0, dtype=np.int64)
-        self._beta_owner = np.repeat(np.arange(len(self.parts)), [part.n_discrete for part in self.parts])
+        self._flat_variance = ends - 1
+        self._flat_beta = np.concatenate([np.arange(end - 1 - P, end - 1) for end, P in zip(ends, counts)])
+        self._beta_owner = np.repeat(np.arange(len(self.parts)), counts)
+        self._at = None
 
-    def __call__(self, W_off, w_diag):
-        """The concatenated vectors at each part's last ``gram_at`` (W_off: W with a zero diagonal)."""
-        flat = np.empty(self.size)
-        diagonals = np.empty((len(self.parts), len(w_diag)))
-        dlog_c = []
-        for k, (part, start) in enumerate(zip(self.parts, self._starts)):
-            C, args, dlog, _, K_diag, _, _ = part._at
-            g_lengthscale, g_alpha, g_beta, g_variance = part._grad_reduction(C, part.D, W_off, *args, True)
-            Dc, P = part.n_continuous, part.n_discrete
-            flat[start:start + Dc] = g_lengthscale
-            flat[start + Dc:start + Dc + P] = g_alpha
-            flat[start + Dc + P:start + Dc + 2 * P] = g_beta
-            flat[start + Dc + 2 * P] = g_variance
-            diagonals[k] = K_diag
-            dlog_c.append(dlog)
-        if len(self._beta_positions):
-            flat[self._beta_positions] -= np.concatenate(dlog_c) * flat[self._variance_positions][self._beta_owner]
-        flat[self._variance_positions] += np.sum(w_diag * diagonals, axis=1)
+    @staticmethod
+    def shares_points(parts):
+        """Whether ``parts`` can be summed by one call: the same continuous columns, modulation and backend."""
+        first = parts[0]
+        return all(part.backend is first.backend and part.modulation == first.modulation
+                   and part.device is None and np.array_equal(part.C, first.C) for part in parts)
+
+    def gram(self, values, c, dlog_c, out=None):
+        """Σ_k K_k at the composite kernel's hyperparameter ``values``, added into ``out`` when given."""
+        normalisers = c[self._first_variable]
+        for k, variables in self._several:
+            normalisers[k] = float(np.exp(np.sum(np.log(c[variables]))))
+        lengthscales = values[self._lengthscale_index]
+        alphas, betas = values[self._alpha_index], values[self._beta_index]
+        variances = values[self._variance_index] / normalisers
+        writable = (out is None or (isinstance(out, np.ndarray) and out.dtype == np.float64
+                                    and out.flags.c_contiguous and out.flags.writeable))
+        K, diagonals = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas, variances,
+                                      self.modulation, out if writable else None)
+        if not writable:
+            K = out + K
+        self._at = (lengthscales, alphas, betas, variances, dlog_c[self._dlog_index], diagonals)
+        return K
+
+    def reduction(self, W_off, w_diag):
+        """The parts' vectors [log θ | log α | log β | log σ²], concatenated, at the last ``gram`` (W_off: W with
+        a zero diagonal).  Each is the backend's sums with the normaliser's share moved from the variance to β
+        (``_fm_reduction_vector``) and the a = b pairs' share Σ_a W_aa K_aa added to the variance
+        (``_add_zero_distance_share`` with no tables)."""
+        lengthscales, alphas, betas, variances, dlog, diagonals = self._at
+        flat = self._reduction_sum(self.C, lengthscales, self.states, W_off, self.spectra, alphas, betas, variances,
+                                   self.modulation, True)
+        flat[self._flat_beta] -= dlog * flat[self._flat_variance][self._beta_owner]
+        flat[self._flat_variance] += np.sum(w_diag * diagonals, axis=1)
         return flat
 
 
@@ -705,6 +740,7 @@ class _FMLikelihoodTerms:
         self.log_values = kernel._all_log_values()
         self.mask = kernel._free_mask()
         backend = kernel._backend_module()
+        self.backend = backend
         self._gram = backend_function(backend, "fm_gram")
         self._grad_reduction = backend_function(backend, "fm_grad_reduction")
         self.spectra = space.packed_spectra
@@ -715,7 +751,7 @@ class _FMLikelihoodTerms:
         # zero-distance β tables (looked up once here, not at every θ)
         self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
         self.scaled = self.unit_diagonal and self._has_deviations
-        # the reduction is the backend's sums alone, assembled (_PlainReductions can do it for several kernels)
+        # the reduction is the backend's sums alone, assembled (_PlainPartSum does it for several kernels at once)
         self.plain = not self._has_deviations and bool(np.all(self.mask))
         self._unit_rows = None     # its _UnitDiagonalRows, built when first needed (AdditiveFM hands its parts theirs)
         # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ

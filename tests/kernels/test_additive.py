@@ -93,28 +93,70 @@ def test_likelihood_terms_with_a_fixed_hyperparameter_take_the_generic_path(mixe
             np.testing.assert_allclose(W, W_before, rtol=1e-14, atol=0)
 
 
+def _own_grams(terms, theta, parts):
+    """The Grams of ``parts`` (indices into terms.parts) through each part's own call at θ, as the Gram took them
+    part by part before fm._PlainPartSum."""
+    values = np.exp(theta)
+    c, dlog_c = terms._normalisers.factors(terms._modulation, values[terms._beta_positions])
+    grams = []
+    for k in parts:
+        part, variables = terms.parts[k], terms._variables[k]
+        normaliser = c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
+        grams.append(part.gram_at(part.arguments_at(values[terms.selections[k]], normaliser, dlog_c[variables])))
+    return grams
+
+
 @pytest.mark.parametrize("backend", ["numpy", "cpp"])
-def test_the_plain_parts_gradient_in_one_pass_is_each_parts_own(mixed_space, backend):
-    """The terms of the nominal variables (vertex-transitive graphs: no unit-diagonal scaling) are reduced in one
-    pass (fm._PlainReductions); the product and the integer's term (a path graph: scaled) part by part.  The one
-    pass gives each plain part's own vector bit for bit, and the whole gradient equals the parts' in order."""
+def test_the_plain_parts_in_one_call_are_each_parts_own(mixed_space, backend):
+    """The terms of the nominal variables (vertex-transitive graphs: no unit-diagonal scaling) take one call of the
+    backend (fm._PlainPartSum: fm_gram_sum, fm_grad_reduction_sum); the product and the integer's term (a path
+    graph: scaled) part by part.  The call gives the plain parts' Grams summed and each one's gradient vector bit
+    for bit, and the whole Gram and gradient equal the parts' in order."""
     if backend not in ff.available_backends():
         pytest.skip("the C++ extension is not built")
     X = mixed_space.sample_encoded(25, seed=8)
     kernel = fk.AdditiveFM(mixed_space, backend=backend)
     terms = kernel._likelihood_terms(X)
     assert [part.plain for part in terms.parts] == [False, True, False, True]   # product, a, i, b
+    assert terms._gram_order == [0, 1, 2] and terms._plain_first == 1          # the plain sum where "a" stands
     rng = np.random.default_rng(9)
     for _ in range(3):
-        terms.gram(kernel.theta + rng.uniform(-1, 1, kernel.n_theta))
+        theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
+        K = terms.gram(theta)
+        values = np.exp(theta)
+        c, dlog_c = terms._normalisers.factors(terms._modulation, values[terms._beta_positions])
+        own_a, own_b = _own_grams(terms, theta, [1, 3])
+        np.testing.assert_array_equal(terms._plain.gram(values, c, dlog_c), own_a + own_b)
+        np.testing.assert_allclose(K, kernel.clone_with_theta(theta)(X), rtol=1e-13)
+        terms.gram(theta)
         W = rng.normal(size=(25, 25))
         W = W + W.T
         W_off, w_diag = W.copy(), W.diagonal().copy()
         np.fill_diagonal(W_off, 0.0)
+        _own_grams(terms, theta, range(4))                       # every part's own state at θ
         own = [part.reduction_without_diagonal(W_off.copy(), w_diag) for part in terms.parts]
-        np.testing.assert_array_equal(terms._plain_reductions(W_off, w_diag), np.concatenate([own[1], own[3]]))
+        np.testing.assert_array_equal(terms._plain.reduction(W_off, w_diag), np.concatenate([own[1], own[3]]))
         expected = kernel._chain(own)
         np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_on_a_nominal_space_the_gram_is_the_parts_in_order(backend):
+    """Every part plain (the product too): one call, the Gram the parts' own added in order, bit for bit."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("a", list("abcd")), ff.Categorical("b", [0, 1]),
+                      ff.Categorical("c", list("xyz"))])
+    kernel = fk.AdditiveFM(space, backend=backend)
+    X = space.sample_encoded(30, seed=3)
+    terms = kernel._likelihood_terms(X)
+    assert terms._gram_order == [0] and terms._other_parts == []
+    theta = kernel.theta + np.random.default_rng(4).uniform(-1, 1, kernel.n_theta)
+    K = terms.gram(theta)
+    expected = None
+    for gram in _own_grams(terms, theta, range(4)):
+        expected = gram if expected is None else expected + gram
+    np.testing.assert_array_equal(K, expected)
 
 
 def test_components_follow_every_theta(mixed_space):
