@@ -1,4 +1,5 @@
 """GaussianProcessRegressor: agreement with scikit-learn, analytic gradients, robustness and typed errors."""
+import itertools
 import warnings
 
 import numpy as np
@@ -700,6 +701,36 @@ def test_parallel_restarts_give_the_serial_result(monkeypatch):
                                           theta_prior=ff.GaussianLogPrior(0.0, 2.0)).fit(X, y)
         fits.append(np.append(gp.kernel_.theta, np.log(gp.noise_)))
     np.testing.assert_allclose(fits[0], fits[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_starts_of_one_thread_share_its_likelihood_terms(monkeypatch, threads):
+    """Each thread builds one objective (its likelihood terms) for all the starts it runs, the raced finalists'
+    continuation included: one in a serial fit, at most one per worker in threads; the optimum is the one
+    that an objective per start gave (the serial fit with a fresh objective at every start)."""
+    monkeypatch.setattr(fitting, "_PARALLEL_RESTART_MIN_WORK", 1)
+    X, y = _data(MIXED, 40, seed=13)
+    built = []
+    real_objective = fitting.objective
+
+    def counting_objective(*args):
+        built.append(1)
+        return real_objective(*args)
+
+    def fit(n_finalists):
+        with ff.config_context(num_threads=threads):
+            gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=4, n_finalists=n_finalists, random_state=0,
+                                          theta_prior=ff.GaussianLogPrior(0.0, 2.0)).fit(X, y)
+        return np.append(gp.kernel_.theta, np.log(gp.noise_))
+
+    monkeypatch.setattr(fitting, "objective", counting_objective)
+    shared = {n: fit(n) for n in (None, 2)}
+    assert 2 <= len(built) <= 2 * min(threads, ff._parallel.available_cores())
+    # an objective per start, the fit as it was before the terms were shared: every lookup misses
+    keys = itertools.count()
+    monkeypatch.setattr(fitting.threading, "get_ident", lambda: next(keys))
+    for n_finalists, theta in shared.items():
+        np.testing.assert_array_equal(fit(n_finalists), theta)
 
 
 def test_many_point_predictions_use_the_inverse_factor_and_agree_with_the_solve():
