@@ -78,11 +78,12 @@ def _threads_for(n_terms):
     return 1 if configured == 1 or n_terms < PARALLEL_MIN_TERMS else configured
 
 
-def _threads(spectra, n_pairs):
-    """Thread count for an FM call over ``n_pairs`` pairs (pair × eigenvalue-group terms)."""
+def _threads(spectra_list, n_pairs):
+    """Thread count for an FM call over ``n_pairs`` pairs (pair × eigenvalue-group terms) of each of the parts
+    whose spectra are listed (one for an FM kernel; a part sum runs its parts in turn with that many threads)."""
     if int(_setting("num_threads")) == 1:
         return 1   # skip counting the terms
-    return _threads_for(n_pairs * _terms_per_pair(spectra))
+    return _threads_for(n_pairs * sum(_terms_per_pair(spectra) for spectra in spectra_list))
 
 
 # PackedSpectra -> eigenvalue-group terms per pair (counted once per space: ~40 µs a call, and a kernel made of
@@ -96,9 +97,13 @@ def _terms_per_pair(spectra):
 
 def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):
     """The trailing arguments shared by every ``_cpp`` entry point."""
-    return (_tables(spectra), alphas, betas, float(variance), int(modulation.kind),
-            np.asarray(modulation.coefficients, dtype=np.float64), float(modulation.exponent),
-            _threads(spectra, n_pairs))
+    return (_tables(spectra), alphas, betas, float(variance), *_modulation_arguments(modulation),
+            _threads([spectra], n_pairs))
+
+
+def _modulation_arguments(modulation):
+    """A ``Modulation`` as the bindings take it: (kind, coefficients, exponent)."""
+    return int(modulation.kind), np.asarray(modulation.coefficients, dtype=np.float64), float(modulation.exponent)
 
 
 def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
@@ -113,7 +118,7 @@ def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances,
     concatenated ``alphas`` and ``betas`` and ``variances[k]``; added in order into ``out`` (in place) if given."""
     n_pairs = len(C) * (len(C) + 1) // 2
     return _cpp.fm_gram_sum(C, lengthscales, states, [_tables(spectra) for spectra in spectra_list], alphas, betas,
-                            variances, *_modulation_arguments(modulation), _threads_of_parts(spectra_list, n_pairs),
+                            variances, *_modulation_arguments(modulation), _threads(spectra_list, n_pairs),
                             out)
 
 
@@ -123,18 +128,7 @@ def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, beta
     concatenated into one vector."""
     return _cpp.fm_grad_reduction_sum(C, lengthscales, states, W, [_tables(spectra) for spectra in spectra_list],
                                       alphas, betas, variances, *_modulation_arguments(modulation),
-                                      _threads_of_parts(spectra_list, 2 * np.size(W)), bool(symmetric_weights))
-
-
-def _modulation_arguments(modulation):
-    return int(modulation.kind), np.asarray(modulation.coefficients, dtype=np.float64), float(modulation.exponent)
-
-
-def _threads_of_parts(spectra_list, n_pairs):
-    """``_threads`` for a call over several parts' pairs (each part runs with that many threads in turn)."""
-    if int(_setting("num_threads")) == 1:
-        return 1
-    return _threads_for(n_pairs * sum(_terms_per_pair(spectra) for spectra in spectra_list))
+                                      _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights))
 
 
 def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation):

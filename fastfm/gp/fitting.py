@@ -164,7 +164,7 @@ def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finali
 
     # one objective (its likelihood terms) per thread, not per start: the terms hold each evaluation's state, so
     # threads must not share them, but the starts that one thread runs in turn may.  Building them is X's checks and
-    # splits, ~0.2 ms for ModLap and 1.2-1.6 ms for AdditiveFM (its parts') at 100 points, 3-5 likelihood
+    # splits, 0.2-0.3 ms for ModLap and 0.9-1.6 ms for AdditiveFM (its parts') at 50-100 points, 3-5 likelihood
     # evaluations: a warm refit built three (two starts and the raced one's finish), a full refit twelve
     objectives = {}
 

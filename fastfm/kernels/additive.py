@@ -29,7 +29,8 @@ from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
-from .fm import ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _PlainPartSum, _UnitDiagonalRows
+from .fm import (ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _part_normaliser, _PlainPartSum,
+                 _UnitDiagonalRows)
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -251,8 +252,8 @@ class _AdditiveLikelihoodTerms:
                 K = self._plain.gram(values, c, dlog_c, K)
                 continue
             part, selection, variables = self.parts[k], self.selections[k], self._variables[k]
-            normaliser = c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
-            K_part = part.gram_at(part.arguments_at(values[selection], normaliser, dlog_c[variables]), scalings[k])
+            K_part = part.gram_at(part.arguments_at(values[selection], _part_normaliser(c, variables),
+                                                    dlog_c[variables]), scalings[k])
             K = K_part if K is None else _combine_into_first(np.add, K, K_part)
         return K
 

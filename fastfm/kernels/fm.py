@@ -110,6 +110,12 @@ class _ModulatedKernel(SpaceKernel):
                                         self._memo("diag_tables", self._compute_diag_tables)[1])
 
 
+def _part_normaliser(c, variables):
+    """Π_p c_p over a part's variables (indices into the normaliser factors c of ``NormaliserLayout.factors``):
+    σ²_part = variance / Π_p c_p.  c_p itself for one variable (AdditiveFM's terms)."""
+    return c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
+
+
 class _PlainPartSum:
     """The Gram and the gradient reduction of several ``plain`` ``_FMLikelihoodTerms`` (every graph
     vertex-transitive, every hyperparameter free) that are parts of one sum on the same points, AdditiveFM's,
@@ -139,7 +145,8 @@ class _PlainPartSum:
         self._alpha_index = np.concatenate([s[Dc:Dc + P] for s, P in zip(selections, counts)])
         self._beta_index = np.concatenate([s[Dc + P:Dc + 2 * P] for s, P in zip(selections, counts)])
         self._variance_index = np.array([selection[-1] for selection in selections], dtype=np.int64)
-        # σ²_k = variance_k / Π_p c_p over part k's variables: c_p itself for one variable (the terms)
+        # σ²_k = variance_k / Π_p c_p over part k's variables (_part_normaliser), gathered at once for the parts of
+        # one variable (the terms)
         self._first_variable = np.array([v[0] for v in variables], dtype=np.int64)
         self._several = [(k, v) for k, v in enumerate(variables) if len(v) > 1]
         self._dlog_index = np.concatenate(variables)
@@ -162,7 +169,7 @@ class _PlainPartSum:
         """Σ_k K_k at the composite kernel's hyperparameter ``values``, added into ``out`` when given."""
         normalisers = c[self._first_variable]
         for k, variables in self._several:
-            normalisers[k] = float(np.exp(np.sum(np.log(c[variables]))))
+            normalisers[k] = _part_normaliser(c, variables)
         lengthscales = values[self._lengthscale_index]
         alphas, betas = values[self._alpha_index], values[self._beta_index]
         variances = values[self._variance_index] / normalisers

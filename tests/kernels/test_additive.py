@@ -8,6 +8,7 @@ import pytest
 import fastfm as ff
 from fastfm import kernels as fk
 from fastfm.gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior
+from fastfm.kernels.fm import _part_normaliser
 
 
 @pytest.fixture
@@ -101,8 +102,8 @@ def _own_grams(terms, theta, parts):
     grams = []
     for k in parts:
         part, variables = terms.parts[k], terms._variables[k]
-        normaliser = c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
-        grams.append(part.gram_at(part.arguments_at(values[terms.selections[k]], normaliser, dlog_c[variables])))
+        grams.append(part.gram_at(part.arguments_at(values[terms.selections[k]], _part_normaliser(c, variables),
+                                                    dlog_c[variables])))
     return grams
 
 
