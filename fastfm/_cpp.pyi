@@ -59,6 +59,14 @@ def fm_grad_reduction_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[Ar
                           kind: int, coefficients: ArrayLike, exponent: float, num_threads: int = 0,
                           symmetric_weights: bool = False) -> NDArray[np.float64]:
     """Per part of ``fm_gram_sum``, [g_lengthscale | g_alpha | g_beta | g_variance], concatenated."""
+def fm_cross_gradient_sum(C1: ArrayLike, states1: list[ArrayLike], C2: ArrayLike, states2: list[ArrayLike],
+                          lengthscales: ArrayLike, tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike,
+                          variances: ArrayLike, kind: int, coefficients: ArrayLike, exponent: float,
+                          num_threads: int = 0, out_K: NDArray[np.float64] | None = None,
+                          out_dK: NDArray[np.float64] | None = None
+                          ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(K (M, N), dK (M, N, Dc)): fm_cross_gradient of the parts of ``fm_gram_sum``, dK in C1's units, added in
+    order into out_K and out_dK (in place) or new arrays."""
 def fm_reduction_from_argument(R: ArrayLike, D: ArrayLike, W: ArrayLike, tables: SpectralTables, alphas: ArrayLike,
                                betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
                                exponent: float, num_threads: int = 0

@@ -510,6 +510,38 @@ def test_grad_reduction_sum_is_the_parts_reductions(cpp, any_space, modulation, 
     assert_close(actual, reference, scale=np.concatenate(scales))
 
 
+def test_cross_gradient_sum_is_the_parts_cross_gradients(cpp, any_space, modulation):
+    """fm_cross_gradient_sum: per part fm_cross_gradient on C1 / lengthscales[k] and C2 / lengthscales[k], its dK
+    divided by the lengthscales, summed in order bit for bit; the NumPy reference to rounding; in place."""
+    if any_space.n_discrete == 0:
+        pytest.skip("parts need a discrete variable")
+    C2, lengthscales, states2, spectra, alphas, betas, variances = _part_sum(any_space, 23, seed=64)
+    C1, _, states1, _, _, _, _ = _part_sum(any_space, 7, seed=65)
+    K, dK = cpp.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas, variances,
+                                      modulation)
+    assert K.shape == (7, 23) and dK.shape == (7, 23, any_space.n_continuous)
+    ends = np.cumsum([D.shape[1] for D in states2])
+    expected = None
+    for k, (a, b) in enumerate(zip(np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+        K_k, dK_k = cpp.fm_cross_gradient(np.ascontiguousarray(C1 / lengthscales[k]), states1[k],
+                                          np.ascontiguousarray(C2 / lengthscales[k]), states2[k], spectra[k], a, b,
+                                          variances[k], modulation)
+        dK_k = dK_k / lengthscales[k]
+        expected = (K_k, dK_k) if expected is None else (expected[0] + K_k, expected[1] + dK_k)
+    np.testing.assert_array_equal(K, expected[0])
+    np.testing.assert_array_equal(dK, expected[1])
+    reference = numpy_backend.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas,
+                                                    variances, modulation)
+    assert_close(K, reference[0])
+    assert_close(dK, reference[1])
+    out_K, out_dK = np.full_like(K, 0.5), np.full_like(dK, -0.25)
+    again = cpp.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas, variances,
+                                      modulation, out_K, out_dK)
+    assert again[0] is out_K and again[1] is out_dK
+    np.testing.assert_allclose(out_K, 0.5 + K, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(out_dK, dK - 0.25, rtol=1e-15, atol=1e-15)
+
+
 def test_part_sums_name_a_bad_argument(cpp):
     space = SPACES["mixed"]
     C, lengthscales, states, spectra, alphas, betas, variances = _part_sum(space, 12, seed=63)
@@ -539,6 +571,15 @@ def test_part_sums_name_a_bad_argument(cpp):
             cpp.fm_gram_sum(**good, out=out)
     with pytest.raises(ValueError, match="W must have shape"):
         cpp.fm_grad_reduction_sum(W=np.eye(11), **good)
+    cross = dict(C1=C[:3], states1=[D[:3] for D in states], C2=C, states2=states, lengthscales=lengthscales,
+                 spectra_list=spectra, alphas=alphas, betas=betas, variances=variances, modulation=modulation)
+    for change, message in [(dict(C1=C[:3, :1]), "C1 must have shape"),
+                            (dict(states1=cross["states1"][:-1]), "states1 must hold one state matrix per part"),
+                            (dict(states1=[D[:2] for D in states]), r"states1\[0\] must have shape"),
+                            (dict(out_K=np.zeros((3, 12))), "out_K and out_dK must both be arrays"),
+                            (dict(out_K=np.zeros((3, 12)), out_dK=np.zeros((3, 12, 1))), "out_dK must be a writable")]:
+        with pytest.raises(ValueError, match=message):
+            cpp.fm_cross_gradient_sum(**{**cross, **change})
 
 
 def test_reduction_from_argument(cpp, any_space, modulation):

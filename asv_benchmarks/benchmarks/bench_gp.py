@@ -186,3 +186,24 @@ class AdditiveLikelihood:
 
     def time_lml_and_gradient(self, problem, n):
         self.gp._lml(self.terms, self.kernel.theta, self.y, self.log_noise, True)
+
+
+class AdditiveInputGradient:
+    """One prediction's kernel rows and their input gradient, AdditiveFM's K(X1, X) and ∂K/∂X1 as the acquisition's
+    local search asks for them (a batch of candidates against the training points), on SVM's space (every part
+    plain: one fm_cross_gradient_sum since 2026-12-04) and XGBoost's (its integer's parts on their own)."""
+
+    params = (["svm", "xgboost"], [1, 10, 50])
+    param_names = ["problem", "batch"]
+
+    def setup(self, problem, batch):
+        import numpy as np
+        from fastfm.benchmarks import get_problem
+        from fastfm.kernels import make_kernel
+        space = get_problem(problem).space
+        rng = np.random.default_rng(0)
+        self.X, self.X1 = space.sample_encoded(50, rng), space.sample_encoded(batch, rng)
+        self.kernel = make_kernel("modlap_additive", space)
+
+    def time_gram_and_input_gradient(self, problem, batch):
+        self.kernel.gram_and_input_gradient(self.X1, self.X)

@@ -222,13 +222,14 @@ struct PartSum {
     py::ssize_t N = 0, Dc = 0;
     std::size_t n_parts = 0;
 
-    // C / lengthscales[k], as numpy's C / θ (the same division, so the same bits as the part's own call)
-    std::vector<double> scaled(std::size_t k) const {
-        std::vector<double> out(static_cast<std::size_t>(N * Dc));
-        const double* c = C.data();
+    // `points` (n × Dc) / lengthscales[k], as numpy's C / θ (the same division, so the same bits as the part's
+    // own call); by default the points C
+    std::vector<double> scaled(std::size_t k, const double* points = nullptr, py::ssize_t n = -1) const {
+        if (points == nullptr) points = C.data(), n = N;
+        std::vector<double> out(static_cast<std::size_t>(n * Dc));
         const double* ls = lengthscales.data() + k * static_cast<std::size_t>(Dc);
-        for (py::ssize_t a = 0; a < N; ++a)
-            for (py::ssize_t d = 0; d < Dc; ++d) out[a * Dc + d] = c[a * Dc + d] / ls[d];
+        for (py::ssize_t a = 0; a < n; ++a)
+            for (py::ssize_t d = 0; d < Dc; ++d) out[a * Dc + d] = points[a * Dc + d] / ls[d];
         return out;
     }
     // the Gram takes the rational forms and the continuant path; the reduction neither (symmetric_reduction)
@@ -283,6 +284,25 @@ PartSum check_part_sum(const py::object& C_obj, const py::object& lengthscales_o
     return s;
 }
 
+// `out` given to a part sum: written in place, so no conversion (a converted copy would leave the caller's array
+// unchanged); a writable C-contiguous float64 array of the shape.
+py::array_t<double> in_place_output(const py::object& out_obj, const char* name,
+                                    const std::vector<py::ssize_t>& shape) {
+    py::array raw = as_array(out_obj, name);
+    bool ok = raw.dtype().is(py::dtype::of<double>()) && raw.ndim() == static_cast<py::ssize_t>(shape.size()) &&
+              (raw.flags() & py::array::c_style) && raw.writeable();
+    std::string expected = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        ok = ok && raw.shape(static_cast<py::ssize_t>(i)) == shape[i];
+        expected += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    if (!ok)
+        throw py::value_error(std::string(name) + " must be a writable C-contiguous float64 array of shape " +
+                              expected + "), got dtype " + std::string(py::str(raw.dtype())) + " and shape " +
+                              shape_of(raw));
+    return py::reinterpret_borrow<py::array_t<double>>(raw);
+}
+
 // Σ_k K_k (N × N), added part by part in order into `out` (or into a new array, part 0 written there): the
 // same sums, in the same order, as the parts' Grams added by numpy.  Returns (K, diagonals (n_parts, N)).
 py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
@@ -292,21 +312,8 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
     const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N;
-    py::array_t<double> K;
     const bool fresh = out_obj.is_none();
-    if (fresh) {
-        K = py::array_t<double>({N, N});
-    } else {
-        // written in place: no conversion (a converted copy would leave the caller's array unchanged)
-        py::array raw = as_array(out_obj, "out");
-        const bool ok = raw.dtype().is(py::dtype::of<double>()) && raw.ndim() == 2 && raw.shape(0) == N &&
-                        raw.shape(1) == N && (raw.flags() & py::array::c_style) && raw.writeable();
-        if (!ok)
-            throw py::value_error("out must be a writable C-contiguous float64 array of shape (" + std::to_string(N) +
-                                  ", " + std::to_string(N) + "), got dtype " + std::string(py::str(raw.dtype())) +
-                                  " and shape " + shape_of(raw));
-        K = py::reinterpret_borrow<py::array_t<double>>(raw);
-    }
+    py::array_t<double> K = fresh ? py::array_t<double>({N, N}) : in_place_output(out_obj, "out", {N, N});
     py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
     {
         py::gil_scoped_release release;
@@ -384,6 +391,76 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
     return out;
 }
 
+// K (M × N) = Σ_k K_k(X1, X2) and dK (M × N × Dc) = Σ_k ∂K_k/∂C1, each part's derivative in its scaled coordinates
+// divided by its lengthscales (FMKernel._gram_and_input_gradient), added part by part in order into (out_K,
+// out_dK) when given (in place), else into part 0's: the same sums, in the same order, as numpy's.  The columns
+// (C2, states2) are PartSum's points; the rows C1 (M × Dc) and states1[k] (M × its variables) are checked here.
+py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states1_obj, const py::object& C2_obj,
+                                const py::list& states2_obj, const py::object& lengthscales_obj,
+                                const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
+                                const py::object& variances_obj, int kind, const py::object& coefficients,
+                                double exponent, int num_threads, const py::object& out_K_obj,
+                                const py::object& out_dK_obj) {
+    const PartSum s = check_part_sum(C2_obj, lengthscales_obj, states2_obj, tables_obj, alphas_obj, betas_obj,
+                                     variances_obj, kind, coefficients, exponent);
+    const py::ssize_t N = s.N, Dc = s.Dc;
+    DoubleArray C1 = float_array(C1_obj, "C1", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
+    const py::ssize_t M = C1.shape(0);
+    if (py::len(states1_obj) != s.n_parts)
+        throw py::value_error("states1 must hold one state matrix per part (" + std::to_string(s.n_parts) +
+                              "), got " + std::to_string(py::len(states1_obj)));
+    std::vector<IndexArray> states1;
+    for (std::size_t k = 0; k < s.n_parts; ++k) {
+        const std::string name = "states1[" + std::to_string(k) + "]";
+        states1.push_back(state_matrix(states1_obj[k], name.c_str(), *s.tables[k], M));
+    }
+    if (out_K_obj.is_none() != out_dK_obj.is_none())
+        throw py::value_error("out_K and out_dK must both be arrays (added into) or both be None");
+    const bool fresh = out_K_obj.is_none();
+    py::array_t<double> K = fresh ? py::array_t<double>({M, N}) : in_place_output(out_K_obj, "out_K", {M, N});
+    py::array_t<double> dK =
+        fresh ? py::array_t<double>({M, N, Dc}) : in_place_output(out_dK_obj, "out_dK", {M, N, Dc});
+    {
+        py::gil_scoped_release release;
+        const std::size_t m = static_cast<std::size_t>(M), n = static_cast<std::size_t>(N);
+        const std::size_t dc = static_cast<std::size_t>(Dc);
+        double* k_out = K.mutable_data();
+        double* dk_out = dK.mutable_data();
+        std::unique_ptr<double[]> k_scratch, dk_scratch;   // every entry is written before it is read
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            const bool direct = fresh && k == 0;
+            if (!direct && !k_scratch) {
+                k_scratch.reset(new double[m * n]);
+                dk_scratch.reset(new double[m * n * dc]);
+            }
+            const std::vector<double> rows = s.scaled(k, C1.data(), M), columns = s.scaled(k);
+            const fastfm::FMPlan<double> plan = s.plan(k, false);   // fm_cross_gradient's plan
+            const auto cols = fastfm::PointColumns<double>::from_rows(columns.data(), s.states[k].data(), n, dc,
+                                                                       s.tables[k]->n_variables());
+            fastfm::CrossGradientProblem<double> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = rows.data();
+            pb.rows_states = states1[k].data();
+            pb.cols = &cols;
+            pb.n_rows = m;
+            pb.K = direct ? k_out : k_scratch.get();
+            pb.dK = direct ? dk_out : dk_scratch.get();
+            fastfm::run_cross_gradient(pb, num_threads, &fastfm_dispatch::cross_gradient_tile_f64);
+            const double* ls = s.lengthscales.data() + k * dc;
+            if (direct) {
+                for (std::size_t i = 0; i < m * n; ++i)
+                    for (std::size_t d = 0; d < dc; ++d) dk_out[i * dc + d] /= ls[d];
+                continue;
+            }
+            for (std::size_t i = 0; i < m * n; ++i) {
+                k_out[i] += k_scratch[i];
+                for (std::size_t d = 0; d < dc; ++d) dk_out[i * dc + d] += dk_scratch[i * dc + d] / ls[d];
+            }
+        }
+    }
+    return py::make_tuple(K, dK);
+}
+
 }  // namespace
 
 void bind_fm(py::module_& m) {
@@ -414,6 +491,12 @@ void bind_fm(py::module_& m) {
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
           py::arg("symmetric_weights") = false,
           "Per part of fm_gram_sum, [g_lengthscale (Dc) | g_alpha (P_k) | g_beta (P_k) | g_variance], concatenated.");
+    m.def("fm_cross_gradient_sum", &fm_cross_gradient_sum, py::arg("C1"), py::arg("states1"), py::arg("C2"),
+          py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
+          py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
+          py::arg("num_threads") = 0, py::arg("out_K") = py::none(), py::arg("out_dK") = py::none(),
+          "(K (M, N), dK (M, N, Dc)): fm_cross_gradient of the parts of fm_gram_sum, dK in C1's units (each part's "
+          "divided by its lengthscales), added in order into out_K and out_dK (in place) or new arrays.");
     m.def("fm_reduction_from_argument", &fm_reduction_from_argument, py::arg("R"), py::arg("D"), py::arg("W"),
           py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,

@@ -1,5 +1,6 @@
-"""A sum of FM kernels on the same points, part by part: the definition of ``fm_gram_sum`` and
-``fm_grad_reduction_sum`` (the reference backend's, and the CUDA backend's with its own per-part calls).
+"""A sum of FM kernels on the same points, part by part: the definition of ``fm_gram_sum``,
+``fm_grad_reduction_sum`` and ``fm_cross_gradient_sum`` (the reference backend's; the CUDA backend's first two with
+its own per-part calls).
 
 Part k is the FM kernel on the continuous columns C / lengthscales[k] and on discrete columns of its own,
 ``states[k]`` with ``spectra_list[k]``; its α and β are the next n_k entries of the concatenated ``alphas`` and
@@ -41,3 +42,17 @@ def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, 
                                                                        variance, modulation, symmetric_weights)
         pieces += [g_lengthscale, g_alpha, g_beta, [g_variance]]
     return np.concatenate(pieces)
+
+
+def sum_of_part_cross_gradients(fm_cross_gradient, C1, states1, C2, states2, lengthscales, spectra_list, alphas,
+                                betas, variances, modulation, out_K=None, out_dK=None):
+    """(Σ_k K_k(X1, X2), Σ_k ∂K_k/∂C1) with ``fm_cross_gradient`` per part, each part's derivative in its scaled
+    coordinates divided by its lengthscales (C1's units), added in order into (out_K, out_dK) when given."""
+    K, dK = out_K, out_dK
+    parts = _parts(C2, lengthscales, states2, spectra_list, alphas, betas, variances)
+    for k, (C2_k, D2, spectra, alphas_k, betas_k, variance) in enumerate(parts):
+        K_k, dK_k = fm_cross_gradient(C1 / lengthscales[k], states1[k], C2_k, D2, spectra, alphas_k, betas_k,
+                                      variance, modulation)
+        dK_k = dK_k / lengthscales[k]
+        K, dK = (K_k, dK_k) if K is None else (np.add(K, K_k, out=K), np.add(dK, dK_k, out=dK))
+    return K, dK

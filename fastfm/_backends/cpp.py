@@ -131,6 +131,17 @@ def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, beta
                                       _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights))
 
 
+def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
+                          out_K=None, out_dK=None):
+    """(K (M, N), dK (M, N, Dc)): :func:`fm_cross_gradient` of the parts of :func:`fm_gram_sum` (rows C1 with
+    states1[k], columns C2 with states2[k]), each part's dK divided by its lengthscales, added in order into
+    (out_K, out_dK) (in place) if given."""
+    return _cpp.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales,
+                                      [_tables(spectra) for spectra in spectra_list], alphas, betas, variances,
+                                      *_modulation_arguments(modulation),
+                                      _threads(spectra_list, 2 * len(C1) * len(C2)), out_K, out_dK)
+
+
 def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation):
     """K_ab = σ² Π_p F_p(v_a, v_b, α_p R_ab)."""
     return _cpp.fm_gram_from_argument(R, D1, D2, *_hyper(spectra, alphas, betas, variance, modulation, np.size(R)))

@@ -158,6 +158,35 @@ def test_on_a_nominal_space_the_gram_is_the_parts_in_order(backend):
     for gram in _own_grams(terms, theta, range(4)):
         expected = gram if expected is None else expected + gram
     np.testing.assert_array_equal(K, expected)
+    # the predictions' K(X1, X2) and ∂K/∂X1 (one fm_cross_gradient_sum): the components' own, added in order
+    kernel.theta = theta
+    X1 = space.sample_encoded(6, seed=5)
+    product, parts = kernel._components()
+    K_own, dK_own = product._gram_and_input_gradient(X1, X)
+    for part in parts:
+        K_part, dK_part = part._gram_and_input_gradient(X1, X)
+        K_own, dK_own = K_own + K_part, dK_own + dK_part
+    K, dK = kernel._gram_and_input_gradient(X1, X)
+    assert kernel._plain_components().indices == [0, 1, 2, 3]
+    np.testing.assert_array_equal(K, K_own)
+    np.testing.assert_array_equal(dK, dK_own)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_input_gradient_adds_the_scaled_components_around_the_plain_ones(mixed_space, backend):
+    """On the mixed space the product and the integer's term (scaled) keep their own calls and the nominal terms
+    take one; the whole equals the components' own in order to rounding (the plain ones are summed first)."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    kernel = fk.AdditiveFM(mixed_space, backend=backend)
+    kernel.theta = kernel.theta + np.random.default_rng(7).uniform(-1, 1, kernel.n_theta)
+    X, X1 = mixed_space.sample_encoded(20, seed=8), mixed_space.sample_encoded(5, seed=9)
+    assert kernel._plain_components().indices == [1, 3]                  # product, a, i, b: a and b
+    product, parts = kernel._components()
+    pieces = [product._gram_and_input_gradient(X1, X)] + [part._gram_and_input_gradient(X1, X) for part in parts]
+    K, dK = kernel._gram_and_input_gradient(X1, X)
+    np.testing.assert_allclose(K, sum(K_part for K_part, _ in pieces), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(dK, sum(dK_part for _, dK_part in pieces), rtol=1e-13, atol=1e-14)
 
 
 def test_components_follow_every_theta(mixed_space):
