@@ -12,7 +12,9 @@ gradients of all starts still running, in one call, and the bookkeeping is vecto
 The method is projected L-BFGS (Nocedal & Wright 2006, Alg. 7.4, the two-loop recursion, with memory 10 as
 scipy's L-BFGS-B), restricted to the variables that are not held at a bound by their gradient, with a projected
 backtracking line search (Armijo condition, Nocedal & Wright Alg. 3.1, on the projected path as in Bertsekas
-1982, "Projected Newton methods for optimization problems with simple constraints").  Stopping rules are
+1982, "Projected Newton methods for optimization problems with simple constraints"); where a whole step leaves the
+slope along it steep (the curvature condition fails), the start's next trial step is doubled, the extrapolation
+that a Moré-Thuente line search (scipy's) makes within one iteration, spread over iterations.  Stopping rules are
 L-BFGS-B's defaults: projected gradient ≤ 1e-5 (inf-norm), relative decrease ≤ 2.2e-9, or ``maxiter``.
 Each start's path depends only on its own values, so a start's result does not depend on which others run.
 """
@@ -26,6 +28,8 @@ FTOL = 2.220446049250313e-09   # relative decrease that counts as converged (sci
 ARMIJO = 1e-4             # sufficient-decrease constant c1 (Nocedal & Wright, §3.1)
 MAX_BACKTRACKS = 20       # halvings of the step before a start stops (scipy's maxls)
 CURVATURE_EPS = 2.2e-16   # a pair (s, y) with sᵀy ≤ eps·yᵀy is skipped (keeps H positive definite)
+WOLFE_CURVATURE = 0.9     # c2 of the curvature condition gᵀ(x⁺)s ≥ c2 gᵀ(x)s (Nocedal & Wright Eq. 3.6b)
+MAX_STEP_GROWTH = 2.0 ** 40   # cap on the doubled trial step (a box of width 1 binds long before)
 
 
 def _projected_gradient(X, G, lower, upper):
@@ -97,6 +101,7 @@ def minimize_batched(fun, X0, lower, upper, maxiter):
     n_pairs = np.zeros(n_starts, dtype=np.int64)
     newest = np.full(n_starts, -1, dtype=np.int64)
     iterations = np.zeros(n_starts, dtype=np.int64)
+    growth = np.ones(n_starts)               # each start's factor on its next trial step (doubled when too short)
     running = np.isfinite(F) & np.all(np.isfinite(G), axis=1)
     running &= np.max(np.abs(_projected_gradient(X, G, lower, upper)), axis=1) > PGTOL
     while running.any():
@@ -109,14 +114,16 @@ def minimize_batched(fun, X0, lower, upper, maxiter):
         if not_descent.any():               # a stale pair turned the direction: steepest descent, memory cleared
             d[not_descent] = -(g * free)[not_descent]
             n_pairs[idx[not_descent]] = 0
-        # first step of a start with no curvature yet: length 1/‖d‖ (as L-BFGS-B), later the quasi-Newton step 1
+        # first step of a start with no curvature yet: length 1/‖d‖ (as L-BFGS-B), later the quasi-Newton step 1,
+        # times the start's growth (below)
         norm = np.linalg.norm(d, axis=1)
-        step = np.where(n_pairs[idx] == 0, np.minimum(1.0, 1.0 / np.where(norm > 0, norm, 1.0)), 1.0)
+        step = np.where(n_pairs[idx] == 0, np.minimum(1.0, 1.0 / np.where(norm > 0, norm, 1.0)), 1.0) * growth[idx]
         # projected backtracking: x(t) = P(x + t d), accepted when f(x(t)) ≤ f(x) + c1 gᵀ(x(t) − x)
         accepted = np.zeros(len(idx), dtype=bool)
         new_x, new_f, new_g = x.copy(), F[idx].copy(), g.copy()
         searching = np.arange(len(idx))
-        for _ in range(MAX_BACKTRACKS):
+        whole = np.zeros(len(idx), dtype=bool)         # accepted at the first trial step, not shortened
+        for backtrack in range(MAX_BACKTRACKS):
             trial = np.clip(x[searching] + step[searching, None] * d[searching], lo[searching], hi[searching])
             f_trial, g_trial = fun(idx[searching], trial)
             f_trial, g_trial = np.asarray(f_trial, dtype=float), np.asarray(g_trial, dtype=float)
@@ -126,6 +133,7 @@ def minimize_batched(fun, X0, lower, upper, maxiter):
                   & (f_trial <= F[idx[searching]] + ARMIJO * decrease))
             done = searching[ok]
             accepted[done] = True
+            whole[done] = backtrack == 0
             new_x[done], new_f[done], new_g[done] = trial[ok], f_trial[ok], g_trial[ok]
             # the rest shorten their step to the minimiser of the quadratic through f(x), the slope gᵀ(x(t) − x)/t
             # and f(x(t)), kept within [0.1 t, 0.5 t] (Nocedal & Wright §3.5); a non-finite value halves it
@@ -140,6 +148,14 @@ def minimize_batched(fun, X0, lower, upper, maxiter):
         # the curvature pair of every accepted step (skipped when sᵀy is not positive enough)
         s, y = new_x - x, new_g - g
         sy, yy = np.sum(s * y, axis=1), np.sum(y * y, axis=1)
+        # A whole step after which the slope along it is still steep (the curvature condition fails, Nocedal &
+        # Wright Eq. 3.6b) was too short: where the function is not convex along d no pair is kept, H keeps its
+        # old scale and every step would be as short (a run on SVM's acquisition crept 200 iterations along one
+        # free coordinate, 0.2 % of the box each).  A line search would extrapolate (Moré & Thuente); here the
+        # start's next trial step is doubled instead, at no extra evaluation, and back to 1 after a shortened or
+        # a flattening step.
+        too_short = whole & (np.sum(new_g * s, axis=1) < WOLFE_CURVATURE * np.sum(g * s, axis=1))
+        growth[idx] = np.where(too_short, np.minimum(2.0 * growth[idx], MAX_STEP_GROWTH), 1.0)
         keep = accepted & (sy > CURVATURE_EPS * yy)
         rows = idx[keep]
         slot = (newest[rows] + 1) % MEMORY

@@ -121,3 +121,22 @@ def test_the_two_loop_direction_is_the_bfgs_inverse_hessian_of_the_kept_pairs():
             V = np.eye(n) - r * np.outer(y, s)
             H = V.T @ H @ V + r * np.outer(s, s)
         np.testing.assert_allclose(D[start], -H @ G[start], rtol=1e-9, atol=1e-12)
+
+
+def test_a_start_that_is_not_convex_along_its_free_coordinate_does_not_creep():
+    """f = 50(x − 2)² − 0.1y² on the unit square: the first step pins x at its upper bound with a curvature pair
+    of x's scale (sᵀy = 25), then y, concave, adds no pair, and a quasi-Newton step of that scale moves it ~1 % of
+    its gradient per iteration (200 iterations took y from 0.05 to 0.07; the minimum is the corner (1, 1)).
+    Doubling the trial step while the slope along it stays steep gets there as scipy's L-BFGS-B does."""
+    def fun(_, X):
+        x, y = X[:, 0], X[:, 1]
+        return 50.0 * (x - 2.0) ** 2 - 0.1 * y ** 2, np.stack([100.0 * (x - 2.0), -0.2 * y], axis=1)
+
+    X0 = np.array([[0.5, 0.05], [0.2, 0.3]])
+    X, F, n_evaluations = minimize_batched(fun, X0, 0.0, 1.0, maxiter=200)
+    np.testing.assert_allclose(X, 1.0)
+    for s in range(len(X0)):
+        reference = minimize(lambda z: (fun(None, z[None])[0][0], fun(None, z[None])[1][0]), X0[s], jac=True,
+                             method="L-BFGS-B", bounds=[(0.0, 1.0)] * 2)
+        assert F[s] <= reference.fun + 1e-12
+    assert n_evaluations < 40
