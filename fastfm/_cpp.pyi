@@ -63,10 +63,13 @@ def fm_cross_gradient_sum(C1: ArrayLike, states1: list[ArrayLike], C2: ArrayLike
                           lengthscales: ArrayLike, tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike,
                           variances: ArrayLike, kind: int, coefficients: ArrayLike, exponent: float,
                           num_threads: int = 0, out_K: NDArray[np.float64] | None = None,
-                          out_dK: NDArray[np.float64] | None = None
+                          out_dK: NDArray[np.float64] | None = None,
+                          weights1: list[ArrayLike | None] | None = None,
+                          weights2: list[ArrayLike | None] | None = None
                           ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(K (M, N), dK (M, N, Dc)): fm_cross_gradient of the parts of ``fm_gram_sum``, dK in C1's units, added in
-    order into out_K and out_dK (in place) or new arrays."""
+    """(K (M, N), dK (M, N, Dc)): fm_cross_gradient of the parts of ``fm_gram_sum``, dK in C1's units, a part with
+    weights (weights1[k] on the rows, weights2[k] on the columns) scaled by them, added in order into out_K and
+    out_dK (in place) or new arrays."""
 def fm_reduction_from_argument(R: ArrayLike, D: ArrayLike, W: ArrayLike, tables: SpectralTables, alphas: ArrayLike,
                                betas: ArrayLike, variance: float, kind: int, coefficients: ArrayLike,
                                exponent: float, num_threads: int = 0

@@ -540,6 +540,31 @@ def test_cross_gradient_sum_is_the_parts_cross_gradients(cpp, any_space, modulat
     assert again[0] is out_K and again[1] is out_dK
     np.testing.assert_allclose(out_K, 0.5 + K, rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(out_dK, dK - 0.25, rtol=1e-15, atol=1e-15)
+    # parts with unit-diagonal weights (all but the first here): each part's K and dK times its row weight, then its
+    # column weight, as FMKernel scales its own (fm._scale_in_place after the division), bit for bit
+    rng = np.random.default_rng(66)
+    weights1 = [None] + [rng.uniform(0.5, 1.5, 7) for _ in states1[1:]]
+    weights2 = [None] + [rng.uniform(0.5, 1.5, 23) for _ in states2[1:]]
+    K_w, dK_w = cpp.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas, variances,
+                                          modulation, weights1=weights1, weights2=weights2)
+    expected = None
+    for k, (a, b) in enumerate(zip(np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+        K_k, dK_k = cpp.fm_cross_gradient(np.ascontiguousarray(C1 / lengthscales[k]), states1[k],
+                                          np.ascontiguousarray(C2 / lengthscales[k]), states2[k], spectra[k], a, b,
+                                          variances[k], modulation)
+        dK_k = dK_k / lengthscales[k]
+        if weights1[k] is not None:
+            K_k *= weights1[k][:, None]
+            K_k *= weights2[k][None, :]
+            dK_k *= weights1[k][:, None, None]
+            dK_k *= weights2[k][None, :, None]
+        expected = (K_k, dK_k) if expected is None else (expected[0] + K_k, expected[1] + dK_k)
+    np.testing.assert_array_equal(K_w, expected[0])
+    np.testing.assert_array_equal(dK_w, expected[1])
+    reference = numpy_backend.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas,
+                                                    variances, modulation, weights1=weights1, weights2=weights2)
+    assert_close(K_w, reference[0])
+    assert_close(dK_w, reference[1])
 
 
 def test_part_sums_name_a_bad_argument(cpp):
@@ -577,7 +602,12 @@ def test_part_sums_name_a_bad_argument(cpp):
                             (dict(states1=cross["states1"][:-1]), "states1 must hold one state matrix per part"),
                             (dict(states1=[D[:2] for D in states]), r"states1\[0\] must have shape"),
                             (dict(out_K=np.zeros((3, 12))), "out_K and out_dK must both be arrays"),
-                            (dict(out_K=np.zeros((3, 12)), out_dK=np.zeros((3, 12, 1))), "out_dK must be a writable")]:
+                            (dict(out_K=np.zeros((3, 12)), out_dK=np.zeros((3, 12, 1))), "out_dK must be a writable"),
+                            (dict(weights1=[None]), "weights1 must hold one entry per part"),
+                            (dict(weights1=[np.ones(3)] * len(states), weights2=[np.ones(11)] * len(states)),
+                             r"weights2\[0\] must have shape \(12,\)"),
+                            (dict(weights1=[np.ones(3)] + [None] * (len(states) - 1)),
+                             "part 0 has weights on one side only")]:
         with pytest.raises(ValueError, match=message):
             cpp.fm_cross_gradient_sum(**{**cross, **change})
 

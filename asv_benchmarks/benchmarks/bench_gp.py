@@ -191,7 +191,8 @@ class AdditiveLikelihood:
 class AdditiveInputGradient:
     """One prediction's kernel rows and their input gradient, AdditiveFM's K(X1, X) and ∂K/∂X1 as the acquisition's
     local search asks for them (a batch of candidates against the training points), on SVM's space (every part
-    plain: one fm_cross_gradient_sum since 2026-12-04) and XGBoost's (its integer's parts on their own)."""
+    plain: one fm_cross_gradient_sum since 2026-12-04) and XGBoost's (its integer's scaled parts in the same call,
+    with their unit-diagonal weights, since later on 2026-12-04)."""
 
     params = (["svm", "xgboost"], [1, 10, 50])
     param_names = ["problem", "batch"]

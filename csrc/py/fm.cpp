@@ -391,16 +391,36 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
     return out;
 }
 
+// A part's unit-diagonal weights (FMKernel._unit_weights) on the rows and on the columns: `weights` None (no part
+// is scaled) or a list with one entry per part, None (not scaled) or a float array of shape (n,).
+std::vector<DoubleArray> part_weights(const py::object& weights_obj, const char* name, std::size_t n_parts,
+                                      py::ssize_t n) {
+    std::vector<DoubleArray> out(n_parts);
+    if (weights_obj.is_none()) return out;
+    const py::list weights = weights_obj.cast<py::list>();
+    if (py::len(weights) != n_parts)
+        throw py::value_error(std::string(name) + " must hold one entry per part (" + std::to_string(n_parts) +
+                              "), None or an array, got " + std::to_string(py::len(weights)));
+    for (std::size_t k = 0; k < n_parts; ++k) {
+        if (weights[k].is_none()) continue;
+        const std::string entry = std::string(name) + "[" + std::to_string(k) + "]";
+        out[k] = float_array(weights[k], entry.c_str(), {n}, "(" + std::to_string(n) + ",)");
+    }
+    return out;
+}
+
 // K (M × N) = Σ_k K_k(X1, X2) and dK (M × N × Dc) = Σ_k ∂K_k/∂C1, each part's derivative in its scaled coordinates
-// divided by its lengthscales (FMKernel._gram_and_input_gradient), added part by part in order into (out_K,
-// out_dK) when given (in place), else into part 0's: the same sums, in the same order, as numpy's.  The columns
-// (C2, states2) are PartSum's points; the rows C1 (M × Dc) and states1[k] (M × its variables) are checked here.
+// divided by its lengthscales and, for a part with unit-diagonal weights, multiplied by its row weight and then its
+// column weight (FMKernel._gram_and_input_gradient), added part by part in order into (out_K, out_dK) when given (in
+// place), else into part 0's: the same sums, in the same order, as numpy's.  The columns (C2, states2) are
+// PartSum's points; the rows C1 (M × Dc) and states1[k] (M × its variables) are checked here.
 py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states1_obj, const py::object& C2_obj,
                                 const py::list& states2_obj, const py::object& lengthscales_obj,
                                 const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
                                 const py::object& variances_obj, int kind, const py::object& coefficients,
                                 double exponent, int num_threads, const py::object& out_K_obj,
-                                const py::object& out_dK_obj) {
+                                const py::object& out_dK_obj, const py::object& weights1_obj,
+                                const py::object& weights2_obj) {
     const PartSum s = check_part_sum(C2_obj, lengthscales_obj, states2_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N, Dc = s.Dc;
@@ -414,6 +434,12 @@ py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states
         const std::string name = "states1[" + std::to_string(k) + "]";
         states1.push_back(state_matrix(states1_obj[k], name.c_str(), *s.tables[k], M));
     }
+    const std::vector<DoubleArray> weights1 = part_weights(weights1_obj, "weights1", s.n_parts, M);
+    const std::vector<DoubleArray> weights2 = part_weights(weights2_obj, "weights2", s.n_parts, N);
+    for (std::size_t k = 0; k < s.n_parts; ++k)
+        if ((weights1[k].size() > 0) != (weights2[k].size() > 0) && M > 0 && N > 0)
+            throw py::value_error("part " + std::to_string(k) + " has weights on one side only: weights1[k] and "
+                                  "weights2[k] must both be arrays or both be None");
     if (out_K_obj.is_none() != out_dK_obj.is_none())
         throw py::value_error("out_K and out_dK must both be arrays (added into) or both be None");
     const bool fresh = out_K_obj.is_none();
@@ -447,15 +473,26 @@ py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states
             pb.dK = direct ? dk_out : dk_scratch.get();
             fastfm::run_cross_gradient(pb, num_threads, &fastfm_dispatch::cross_gradient_tile_f64);
             const double* ls = s.lengthscales.data() + k * dc;
-            if (direct) {
-                for (std::size_t i = 0; i < m * n; ++i)
-                    for (std::size_t d = 0; d < dc; ++d) dk_out[i * dc + d] /= ls[d];
-                continue;
-            }
-            for (std::size_t i = 0; i < m * n; ++i) {
-                k_out[i] += k_scratch[i];
-                for (std::size_t d = 0; d < dc; ++d) dk_out[i * dc + d] += dk_scratch[i * dc + d] / ls[d];
-            }
+            const bool weighted = weights1[k].size() > 0 && M > 0 && N > 0;
+            const double* w1 = weighted ? weights1[k].data() : nullptr;
+            const double* w2 = weighted ? weights2[k].data() : nullptr;
+            double* part_K = direct ? k_out : k_scratch.get();
+            double* part_dK = direct ? dk_out : dk_scratch.get();
+            // (K w1) w2 and ((dK / ls) w1) w2, numpy's order (fm._scale_in_place after the division)
+            for (std::size_t a = 0; a < m; ++a)
+                for (std::size_t b = 0; b < n; ++b) {
+                    const std::size_t i = a * n + b;
+                    double value = part_K[i];
+                    if (weighted) value = value * w1[a] * w2[b];
+                    if (direct) part_K[i] = value;
+                    else k_out[i] += value;
+                    for (std::size_t d = 0; d < dc; ++d) {
+                        double slope = part_dK[i * dc + d] / ls[d];
+                        if (weighted) slope = slope * w1[a] * w2[b];
+                        if (direct) part_dK[i * dc + d] = slope;
+                        else dk_out[i * dc + d] += slope;
+                    }
+                }
         }
     }
     return py::make_tuple(K, dK);
@@ -495,8 +532,10 @@ void bind_fm(py::module_& m) {
           py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
           py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
           py::arg("num_threads") = 0, py::arg("out_K") = py::none(), py::arg("out_dK") = py::none(),
+          py::arg("weights1") = py::none(), py::arg("weights2") = py::none(),
           "(K (M, N), dK (M, N, Dc)): fm_cross_gradient of the parts of fm_gram_sum, dK in C1's units (each part's "
-          "divided by its lengthscales), added in order into out_K and out_dK (in place) or new arrays.");
+          "divided by its lengthscales), a part with weights (weights1[k] on the rows, weights2[k] on the columns) "
+          "scaled by them, added in order into out_K and out_dK (in place) or new arrays.");
     m.def("fm_reduction_from_argument", &fm_reduction_from_argument, py::arg("R"), py::arg("D"), py::arg("W"),
           py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,

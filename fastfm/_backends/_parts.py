@@ -45,14 +45,22 @@ def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, 
 
 
 def sum_of_part_cross_gradients(fm_cross_gradient, C1, states1, C2, states2, lengthscales, spectra_list, alphas,
-                                betas, variances, modulation, out_K=None, out_dK=None):
+                                betas, variances, modulation, out_K=None, out_dK=None, weights1=None, weights2=None):
     """(Σ_k K_k(X1, X2), Σ_k ∂K_k/∂C1) with ``fm_cross_gradient`` per part, each part's derivative in its scaled
-    coordinates divided by its lengthscales (C1's units), added in order into (out_K, out_dK) when given."""
+    coordinates divided by its lengthscales (C1's units) and, where ``weights1[k]`` (rows) and ``weights2[k]``
+    (columns) are given, K_k and its derivative multiplied by them (a unit-diagonal part: FMKernel's
+    ``_scale_in_place``, rows first), added in order into (out_K, out_dK) when given."""
     K, dK = out_K, out_dK
     parts = _parts(C2, lengthscales, states2, spectra_list, alphas, betas, variances)
     for k, (C2_k, D2, spectra, alphas_k, betas_k, variance) in enumerate(parts):
         K_k, dK_k = fm_cross_gradient(C1 / lengthscales[k], states1[k], C2_k, D2, spectra, alphas_k, betas_k,
                                       variance, modulation)
         dK_k = dK_k / lengthscales[k]
+        w1 = None if weights1 is None else weights1[k]
+        if w1 is not None:
+            w2 = np.asarray(weights2[k], dtype=np.float64)
+            w1 = np.asarray(w1, dtype=np.float64)
+            K_k = K_k * w1[:, None] * w2[None, :]
+            dK_k = dK_k * w1[:, None, None] * w2[None, :, None]
         K, dK = (K_k, dK_k) if K is None else (np.add(K, K_k, out=K), np.add(dK, dK_k, out=dK))
     return K, dK

@@ -132,14 +132,16 @@ def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, beta
 
 
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
-                          out_K=None, out_dK=None):
+                          out_K=None, out_dK=None, weights1=None, weights2=None):
     """(K (M, N), dK (M, N, Dc)): :func:`fm_cross_gradient` of the parts of :func:`fm_gram_sum` (rows C1 with
-    states1[k], columns C2 with states2[k]), each part's dK divided by its lengthscales, added in order into
-    (out_K, out_dK) (in place) if given."""
+    states1[k], columns C2 with states2[k]), each part's dK divided by its lengthscales and, where ``weights1[k]``
+    and ``weights2[k]`` are given (unit-diagonal row and column weights), K and dK scaled by them, added in order
+    into (out_K, out_dK) (in place) if given."""
     return _cpp.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales,
                                       [_tables(spectra) for spectra in spectra_list], alphas, betas, variances,
                                       *_modulation_arguments(modulation),
-                                      _threads(spectra_list, 2 * len(C1) * len(C2)), out_K, out_dK)
+                                      _threads(spectra_list, 2 * len(C1) * len(C2)), out_K, out_dK, weights1,
+                                      weights2)
 
 
 def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulation):

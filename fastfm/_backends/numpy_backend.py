@@ -94,11 +94,13 @@ def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, beta
 
 
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
-                          out_K=None, out_dK=None):
+                          out_K=None, out_dK=None, weights1=None, weights2=None):
     """(K (M, N), dK (M, N, Dc)): ``fm_cross_gradient`` of the parts of ``fm_gram_sum`` (rows C1 with states1[k],
-    columns C2 with states2[k]), each part's dK divided by its lengthscales, added in order into (out_K, out_dK)."""
+    columns C2 with states2[k]), each part's dK divided by its lengthscales and scaled by its row and column weights
+    where given, added in order into (out_K, out_dK)."""
     return _parts.sum_of_part_cross_gradients(fm_cross_gradient, C1, states1, C2, states2, lengthscales,
-                                              spectra_list, alphas, betas, variances, modulation, out_K, out_dK)
+                                              spectra_list, alphas, betas, variances, modulation, out_K, out_dK,
+                                              weights1, weights2)
 
 
 def _products_of_others(factors):

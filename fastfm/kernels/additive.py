@@ -32,7 +32,7 @@ from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
 from .fm import (ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _part_normaliser, _PlainPartSum,
-                 _UnitDiagonalRows)
+                 _row_weight_values, _UnitDiagonalRows)
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -169,42 +169,31 @@ class AdditiveFM(SpaceKernel):
         return sum(K for K, _ in pieces), self._chain([dK for _, dK in pieces])
 
     def _gram_and_input_gradient(self, X1, X2):
-        """K(X1, X2) and ∂K/∂X1's continuous columns: the components' summed in order, the plain ones (no unit-diagonal
-        scaling: the nominal terms, the product on a nominal space) by one backend call (``fm_cross_gradient_sum``)
-        where the first of them stands.  Component by component each call selected its columns, scaled them and
-        divided its dK by its lengthscales: ~60-170 µs of Python around ~60-85 µs of compiled work per prediction
-        on SVM at 50 training points (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call")."""
-        product, terms = self._components()
-        plain = self._memo("plain_components", self._plain_components)
-        K = dK = None
-        for k, component in enumerate([product] + terms):
-            if plain is not None and k in plain.indices:
-                if k == plain.indices[0]:
-                    K, dK = plain.cross_gradient(X1, X2, K, dK)
-                continue
-            K_k, dK_k = component._gram_and_input_gradient(X1, X2)
-            if K is None:
-                K, dK = K_k, dK_k
-            else:
-                K += K_k
-                dK += dK_k
-        return K, dK
+        """K(X1, X2) and ∂K/∂X1's continuous columns: the components' summed in order, in one backend call
+        (``fm_cross_gradient_sum``), the scaled ones (unit diagonal: an ordinal's or integer's term, the product on a
+        space with one) with their row and column weights.  Component by component each call selected its columns,
+        scaled them and divided its dK by its lengthscales: ~60-170 µs of Python around ~60-85 µs of compiled work per
+        prediction on SVM at 50 training points, and XGBoost's two scaled components kept ~30 % of a prediction in
+        their own calls' Python (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call", "... and the scaled
+        parts too")."""
+        return self._memo("fused_components", self._fused_components).cross_gradient(X1, X2)
 
-    def _plain_components(self):
-        """``_PlainComponents`` at this kernel's hyperparameters, or None when every component is scaled."""
+    def _fused_components(self):
+        """``_FusedComponents`` at this kernel's hyperparameters."""
         product, terms = self._components()
         kernels = [product] + [term.kernel for term in terms]
-        indices = [k for k, kernel in enumerate(kernels) if kernel._unit_tables() is None]
-        if not indices:
-            return None
         Dc = self.space.n_continuous
-        args = [kernels[k]._args() for k in indices]       # (spectra, α, β, σ² over the normaliser, modulation)
+        args = [kernel._args() for kernel in kernels]       # (spectra, α, β, σ² over the normaliser, modulation)
         # each component's discrete columns of X: the product's all, term p's its variable's
-        columns = [np.arange(Dc, self.space.n_dims) if k == 0 else terms[k - 1]._columns[Dc:] for k in indices]
-        lengthscales = np.array([kernels[k]._values("lengthscale", Dc) for k in indices]).reshape(len(indices), Dc)
-        return _PlainComponents(backend_function(self._backend_module(), "fm_cross_gradient_sum"), indices, columns,
+        columns = [np.arange(Dc, self.space.n_dims)] + [term._columns[Dc:] for term in terms]
+        lengthscales = np.array([kernel._values("lengthscale", Dc) for kernel in kernels]).reshape(len(kernels), Dc)
+        # log w_p(v) of the scaled ones (None: plain), read at the rows' states per call
+        tables = [kernel._unit_tables() for kernel in kernels]
+        log_weights = [None if table is None else table[0] for table in tables]
+        return _FusedComponents(backend_function(self._backend_module(), "fm_cross_gradient_sum"), columns,
                                 lengthscales, [a[0] for a in args], np.concatenate([a[1] for a in args]),
-                                np.concatenate([a[2] for a in args]), np.array([a[3] for a in args]), args[0][4])
+                                np.concatenate([a[2] for a in args]), np.array([a[3] for a in args]), args[0][4],
+                                log_weights)
 
     def neighbour_gram_batch(self, X0, X, owner, var_index, new_state):
         product, terms = self._components()
@@ -227,13 +216,12 @@ class AdditiveFM(SpaceKernel):
         return _AdditiveLikelihoodTerms(self, X)
 
 
-class _PlainComponents(NamedTuple):
-    """AdditiveFM's components without a unit-diagonal scaling at its current hyperparameters, as the backend's
-    part sums take them (``fm_cross_gradient_sum``, looked up once): their indices among [product] + terms, their
-    discrete columns of the encoded X, and their lengthscales (stacked), spectra, α and β (concatenated), effective
-    variances."""
+class _FusedComponents(NamedTuple):
+    """AdditiveFM's components ([product] + terms) at its current hyperparameters, as the backend's part sums take
+    them (``fm_cross_gradient_sum``, looked up once): their discrete columns of the encoded X, their lengthscales
+    (stacked), spectra, α and β (concatenated), effective variances, and per component its log w_p(v) table where
+    it has a unit-diagonal scaling (else None)."""
     cross_gradient_sum: object
-    indices: list
     columns: list
     lengthscales: np.ndarray
     spectra: list
@@ -241,16 +229,24 @@ class _PlainComponents(NamedTuple):
     betas: np.ndarray
     variances: np.ndarray
     modulation: object
+    log_weights: list
 
-    def cross_gradient(self, X1, X2, out_K=None, out_dK=None):
-        """Their K(X1, X2) and ∂K/∂X1 summed, added into (out_K, out_dK) when given."""
+    def cross_gradient(self, X1, X2):
+        """K(X1, X2) and ∂K/∂X1 summed over the components in order."""
         Dc = self.lengthscales.shape[1]
         X1, X2 = np.asarray(X1, dtype=np.float64), np.asarray(X2, dtype=np.float64)
         states1 = [np.ascontiguousarray(X1[:, columns], dtype=np.int64) for columns in self.columns]
         states2 = [np.ascontiguousarray(X2[:, columns], dtype=np.int64) for columns in self.columns]
+        weights1 = weights2 = None
+        if any(log_w is not None for log_w in self.log_weights):
+            # FMKernel._unit_weights of each scaled component at the rows' and the columns' states
+            weights1 = [None if log_w is None else _row_weight_values(log_w, D)
+                        for log_w, D in zip(self.log_weights, states1)]
+            weights2 = [None if log_w is None else _row_weight_values(log_w, D)
+                        for log_w, D in zip(self.log_weights, states2)]
         return self.cross_gradient_sum(np.ascontiguousarray(X1[:, :Dc]), states1, np.ascontiguousarray(X2[:, :Dc]),
                                        states2, self.lengthscales, self.spectra, self.alphas, self.betas,
-                                       self.variances, self.modulation, out_K, out_dK)
+                                       self.variances, self.modulation, weights1=weights1, weights2=weights2)
 
 
 class _AdditiveLikelihoodTerms:

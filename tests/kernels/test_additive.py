@@ -167,26 +167,31 @@ def test_on_a_nominal_space_the_gram_is_the_parts_in_order(backend):
         K_part, dK_part = part._gram_and_input_gradient(X1, X)
         K_own, dK_own = K_own + K_part, dK_own + dK_part
     K, dK = kernel._gram_and_input_gradient(X1, X)
-    assert kernel._plain_components().indices == [0, 1, 2, 3]
+    assert kernel._fused_components().log_weights == [None] * 4          # every component plain
     np.testing.assert_array_equal(K, K_own)
     np.testing.assert_array_equal(dK, dK_own)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "cpp"])
-def test_input_gradient_adds_the_scaled_components_around_the_plain_ones(mixed_space, backend):
-    """On the mixed space the product and the integer's term (scaled) keep their own calls and the nominal terms
-    take one; the whole equals the components' own in order to rounding (the plain ones are summed first)."""
+def test_input_gradient_is_the_components_own_with_the_scaled_ones(mixed_space, backend):
+    """On the mixed space the product and the integer's term are scaled (unit diagonal), the nominal terms plain:
+    one call for all four, with the scaled ones' row and column weights, equals the components' own calls added in
+    order bit for bit."""
     if backend not in ff.available_backends():
         pytest.skip("the C++ extension is not built")
     kernel = fk.AdditiveFM(mixed_space, backend=backend)
     kernel.theta = kernel.theta + np.random.default_rng(7).uniform(-1, 1, kernel.n_theta)
     X, X1 = mixed_space.sample_encoded(20, seed=8), mixed_space.sample_encoded(5, seed=9)
-    assert kernel._plain_components().indices == [1, 3]                  # product, a, i, b: a and b
+    scaled = [log_w is not None for log_w in kernel._fused_components().log_weights]
+    assert scaled == [True, False, True, False]                          # product, a, i, b
     product, parts = kernel._components()
-    pieces = [product._gram_and_input_gradient(X1, X)] + [part._gram_and_input_gradient(X1, X) for part in parts]
+    K_own, dK_own = product._gram_and_input_gradient(X1, X)
+    for part in parts:
+        K_part, dK_part = part._gram_and_input_gradient(X1, X)
+        K_own, dK_own = K_own + K_part, dK_own + dK_part
     K, dK = kernel._gram_and_input_gradient(X1, X)
-    np.testing.assert_allclose(K, sum(K_part for K_part, _ in pieces), rtol=1e-14, atol=1e-15)
-    np.testing.assert_allclose(dK, sum(dK_part for _, dK_part in pieces), rtol=1e-13, atol=1e-14)
+    np.testing.assert_array_equal(K, K_own)
+    np.testing.assert_array_equal(dK, dK_own)
 
 
 def test_components_follow_every_theta(mixed_space):
