@@ -521,13 +521,25 @@ def test_cross_gradient_sum_is_the_parts_cross_gradients(cpp, any_space, modulat
                                       modulation)
     assert K.shape == (7, 23) and dK.shape == (7, 23, any_space.n_continuous)
     ends = np.cumsum([D.shape[1] for D in states2])
-    expected = None
-    for k, (a, b) in enumerate(zip(np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
-        K_k, dK_k = cpp.fm_cross_gradient(np.ascontiguousarray(C1 / lengthscales[k]), states1[k],
-                                          np.ascontiguousarray(C2 / lengthscales[k]), states2[k], spectra[k], a, b,
-                                          variances[k], modulation)
-        dK_k = dK_k / lengthscales[k]
-        expected = (K_k, dK_k) if expected is None else (expected[0] + K_k, expected[1] + dK_k)
+
+    def parts_added(weights1, weights2):
+        """Each part's own fm_cross_gradient, dK divided by its lengthscales, scaled by its weights where given
+        as FMKernel scales its own (fm._scale_in_place after the division), added in order."""
+        expected = None
+        for k, (a, b) in enumerate(zip(np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+            K_k, dK_k = cpp.fm_cross_gradient(np.ascontiguousarray(C1 / lengthscales[k]), states1[k],
+                                              np.ascontiguousarray(C2 / lengthscales[k]), states2[k], spectra[k], a,
+                                              b, variances[k], modulation)
+            dK_k = dK_k / lengthscales[k]
+            if weights1[k] is not None:
+                K_k *= weights1[k][:, None]
+                K_k *= weights2[k][None, :]
+                dK_k *= weights1[k][:, None, None]
+                dK_k *= weights2[k][None, :, None]
+            expected = (K_k, dK_k) if expected is None else (expected[0] + K_k, expected[1] + dK_k)
+        return expected
+
+    expected = parts_added([None] * len(states1), [None] * len(states2))
     np.testing.assert_array_equal(K, expected[0])
     np.testing.assert_array_equal(dK, expected[1])
     reference = numpy_backend.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas,
@@ -541,24 +553,13 @@ def test_cross_gradient_sum_is_the_parts_cross_gradients(cpp, any_space, modulat
     np.testing.assert_allclose(out_K, 0.5 + K, rtol=1e-15, atol=1e-15)
     np.testing.assert_allclose(out_dK, dK - 0.25, rtol=1e-15, atol=1e-15)
     # parts with unit-diagonal weights (all but the first here): each part's K and dK times its row weight, then its
-    # column weight, as FMKernel scales its own (fm._scale_in_place after the division), bit for bit
+    # column weight, bit for bit
     rng = np.random.default_rng(66)
     weights1 = [None] + [rng.uniform(0.5, 1.5, 7) for _ in states1[1:]]
     weights2 = [None] + [rng.uniform(0.5, 1.5, 23) for _ in states2[1:]]
     K_w, dK_w = cpp.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas, variances,
                                           modulation, weights1=weights1, weights2=weights2)
-    expected = None
-    for k, (a, b) in enumerate(zip(np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
-        K_k, dK_k = cpp.fm_cross_gradient(np.ascontiguousarray(C1 / lengthscales[k]), states1[k],
-                                          np.ascontiguousarray(C2 / lengthscales[k]), states2[k], spectra[k], a, b,
-                                          variances[k], modulation)
-        dK_k = dK_k / lengthscales[k]
-        if weights1[k] is not None:
-            K_k *= weights1[k][:, None]
-            K_k *= weights2[k][None, :]
-            dK_k *= weights1[k][:, None, None]
-            dK_k *= weights2[k][None, :, None]
-        expected = (K_k, dK_k) if expected is None else (expected[0] + K_k, expected[1] + dK_k)
+    expected = parts_added(weights1, weights2)
     np.testing.assert_array_equal(K_w, expected[0])
     np.testing.assert_array_equal(dK_w, expected[1])
     reference = numpy_backend.fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas,

@@ -11,11 +11,9 @@ gives but ``tail_scale`` 0 (the default before 2026-12-02, run for run).  On a k
 ``LENGTHSCALE_TAIL_MIN_DIMS`` continuous lengthscales the two are the same run.  Each row: the best value after 30,
 60, 100 and 200 evaluations (those the budget allows) and the mean seconds per suggestion from the 11th on.
 """
-import json
 import os
 import sys
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -23,9 +21,8 @@ import fastfm as ff
 from fastfm.bo.surrogate import _hyperparameter_prior
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from head_to_head import git_state                          # noqa: E402
 from same_start_probe import paired_summary                 # noqa: E402
-from y_transform_probe import fastfm_loop, probe_parser, problem_of  # noqa: E402
+from y_transform_probe import fastfm_loop, probe_parser, problem_of, run_variants  # noqa: E402
 
 BUDGETS = (30, 60, 100, 200)
 
@@ -67,15 +64,7 @@ def main():
     if args.command == "summary":
         summary(args.path)
         return
-    first, last = (int(v) for v in args.seeds.split(":"))
-    commit = git_state()["commit"]
-    jobs = [(variant, name, seed, args.budget, commit) for name in args.problems for seed in range(first, last)
-            for variant in args.variants]
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for row in pool.map(run_one, *zip(*jobs)):
-            with open(args.out, "a") as out:
-                out.write(json.dumps(row) + "\n")
-            print(json.dumps(row), flush=True)
+    run_variants(run_one, args)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,10 @@ the input gradient per search, its seconds and the acquisition maximum reached. 
 60, 100 and 200 evaluations (those the budget allows) and the mean seconds per suggestion from the 11th on.
 """
 import copy
-import json
 import os
 import sys
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -28,9 +26,8 @@ import fastfm as ff
 from fastfm.optim import batched_lbfgs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from head_to_head import git_state                          # noqa: E402
 from same_start_probe import paired_summary                 # noqa: E402
-from y_transform_probe import fastfm_loop, probe_parser, problem_of  # noqa: E402
+from y_transform_probe import fastfm_loop, probe_parser, problem_of, run_variants  # noqa: E402
 
 BUDGETS = (30, 60, 100, 200)
 RULES = {"default": batched_lbfgs.WOLFE_CURVATURE, "no_growth": np.inf}
@@ -108,15 +105,7 @@ def main():
     if args.command == "states":
         states(args.problem, args.n_obs, args.repeats, args.seed)
         return
-    first, last = (int(v) for v in args.seeds.split(":"))
-    commit = git_state()["commit"]
-    jobs = [(variant, name, seed, args.budget, commit) for name in args.problems for seed in range(first, last)
-            for variant in args.variants]
-    with ProcessPoolExecutor(args.jobs) as pool:
-        for row in pool.map(run_one, *zip(*jobs)):
-            with open(args.out, "a") as out:
-                out.write(json.dumps(row) + "\n")
-            print(json.dumps(row), flush=True)
+    run_variants(run_one, args)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import fastfm as ff
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parallel"))
-from head_to_head import _optuna_suggest, peer_dims     # noqa: E402  (the head-to-head's map of a space to Optuna)
+from head_to_head import _optuna_suggest, git_state, peer_dims  # noqa: E402  (the map of a space to Optuna)
 
 
 def hartmann6(x):
@@ -196,6 +196,21 @@ def probe_parser(doc, default_seeds):
     run.add_argument("--out", required=True)
     sub.add_parser("summary").add_argument("path")
     return parser, sub, run
+
+
+def run_variants(run_one, args):
+    """``run_one(variant, name, seed, budget, commit)`` for every problem, seed and variant of ``run``'s options
+    (--problems, --seeds, --budget, --variants), in --jobs processes; each row appended to --out and printed."""
+    from concurrent.futures import ProcessPoolExecutor
+    first, last = (int(v) for v in args.seeds.split(":"))
+    commit = git_state()["commit"]
+    jobs = [(variant, name, seed, args.budget, commit) for name in args.problems for seed in range(first, last)
+            for variant in args.variants]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for row in pool.map(run_one, *zip(*jobs)):
+            with open(args.out, "a") as out:
+                out.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
 
 
 def main():
