@@ -194,6 +194,24 @@ def test_input_gradient_is_the_components_own_with_the_scaled_ones(mixed_space, 
     np.testing.assert_array_equal(dK, dK_own)
 
 
+def test_input_gradient_follows_training_points_changed_in_place(mixed_space):
+    """The training points' arguments are kept between predictions (``_FusedComponents.kept``): an X2 changed in
+    place, same array, gives the Gram of its new values, and so does a new θ."""
+    kernel = fk.AdditiveFM(mixed_space)
+    X, X1 = mixed_space.sample_encoded(12, seed=10), mixed_space.sample_encoded(4, seed=11)
+    K_before, _ = kernel._gram_and_input_gradient(X1, X)
+    X[:6] = mixed_space.sample_encoded(6, seed=12)
+    K_after, dK_after = kernel._gram_and_input_gradient(X1, X)
+    assert not np.allclose(K_after, K_before)
+    fresh = fk.AdditiveFM(mixed_space)
+    K_fresh, dK_fresh = fresh._gram_and_input_gradient(X1, X.copy())
+    np.testing.assert_array_equal(K_after, K_fresh)
+    np.testing.assert_array_equal(dK_after, dK_fresh)
+    kernel.theta = kernel.theta + 0.3
+    fresh.theta = kernel.theta
+    np.testing.assert_array_equal(kernel._gram_and_input_gradient(X1, X)[0], fresh._gram_and_input_gradient(X1, X)[0])
+
+
 def test_components_follow_every_theta(mixed_space):
     """The components' memo keys are pinned when this kernel sets their θ: a new θ, or an attribute set
     directly, gives the Gram of a kernel built with those values."""
