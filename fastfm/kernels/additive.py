@@ -174,8 +174,8 @@ class AdditiveFM(SpaceKernel):
         space with one) with their row and column weights.  Component by component each call selected its columns,
         scaled them and divided its dK by its lengthscales: ~60-170 µs of Python around ~60-85 µs of compiled work per
         prediction on SVM at 50 training points, and XGBoost's two scaled components kept ~30 % of a prediction in
-        their own calls' Python (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call", "... and the scaled
-        parts too")."""
+        their own calls' Python (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call", "AdditiveFM's scaled
+        parts in the same call")."""
         return self._memo("fused_components", self._fused_components).cross_gradient(X1, X2)
 
     def _fused_components(self):
