@@ -463,21 +463,21 @@ py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states
             const fastfm::FMPlan<double> plan = s.plan(k, false);   // fm_cross_gradient's plan
             const auto cols = fastfm::PointColumns<double>::from_rows(columns.data(), s.states[k].data(), n, dc,
                                                                        s.tables[k]->n_variables());
+            double* part_K = direct ? k_out : k_scratch.get();
+            double* part_dK = direct ? dk_out : dk_scratch.get();
             fastfm::CrossGradientProblem<double> pb;
             pb.plan = &plan;
             pb.rows_continuous = rows.data();
             pb.rows_states = states1[k].data();
             pb.cols = &cols;
             pb.n_rows = m;
-            pb.K = direct ? k_out : k_scratch.get();
-            pb.dK = direct ? dk_out : dk_scratch.get();
+            pb.K = part_K;
+            pb.dK = part_dK;
             fastfm::run_cross_gradient(pb, num_threads, &fastfm_dispatch::cross_gradient_tile_f64);
             const double* ls = s.lengthscales.data() + k * dc;
             const bool weighted = weights1[k].size() > 0 && M > 0 && N > 0;
             const double* w1 = weighted ? weights1[k].data() : nullptr;
             const double* w2 = weighted ? weights2[k].data() : nullptr;
-            double* part_K = direct ? k_out : k_scratch.get();
-            double* part_dK = direct ? dk_out : dk_scratch.get();
             // (K w1) w2 and ((dK / ls) w1) w2, numpy's order (fm._scale_in_place after the division)
             for (std::size_t a = 0; a < m; ++a)
                 for (std::size_t b = 0; b < n; ++b) {

@@ -56,10 +56,8 @@ def sum_of_part_cross_gradients(fm_cross_gradient, C1, states1, C2, states2, len
         K_k, dK_k = fm_cross_gradient(C1 / lengthscales[k], states1[k], C2_k, D2, spectra, alphas_k, betas_k,
                                       variance, modulation)
         dK_k = dK_k / lengthscales[k]
-        w1 = None if weights1 is None else weights1[k]
-        if w1 is not None:
-            w2 = np.asarray(weights2[k], dtype=np.float64)
-            w1 = np.asarray(w1, dtype=np.float64)
+        if weights1 is not None and weights1[k] is not None:
+            w1, w2 = np.asarray(weights1[k], dtype=np.float64), np.asarray(weights2[k], dtype=np.float64)
             K_k = K_k * w1[:, None] * w2[None, :]
             dK_k = dK_k * w1[:, None, None] * w2[None, :, None]
         K, dK = (K_k, dK_k) if K is None else (np.add(K, K_k, out=K), np.add(dK, dK_k, out=dK))

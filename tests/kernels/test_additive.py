@@ -141,6 +141,16 @@ def test_the_plain_parts_in_one_call_are_each_parts_own(mixed_space, backend):
         np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
 
 
+def _components_own_input_gradient(kernel, X1, X):
+    """AdditiveFM's K(X1, X) and ∂K/∂X1 from each component's own call, added in order."""
+    product, parts = kernel._components()
+    K_own, dK_own = product._gram_and_input_gradient(X1, X)
+    for part in parts:
+        K_part, dK_part = part._gram_and_input_gradient(X1, X)
+        K_own, dK_own = K_own + K_part, dK_own + dK_part
+    return K_own, dK_own
+
+
 @pytest.mark.parametrize("backend", ["numpy", "cpp"])
 def test_on_a_nominal_space_the_gram_is_the_parts_in_order(backend):
     """Every part plain (the product too): one call, the Gram the parts' own added in order, bit for bit."""
@@ -161,11 +171,7 @@ def test_on_a_nominal_space_the_gram_is_the_parts_in_order(backend):
     # the predictions' K(X1, X2) and ∂K/∂X1 (one fm_cross_gradient_sum): the components' own, added in order
     kernel.theta = theta
     X1 = space.sample_encoded(6, seed=5)
-    product, parts = kernel._components()
-    K_own, dK_own = product._gram_and_input_gradient(X1, X)
-    for part in parts:
-        K_part, dK_part = part._gram_and_input_gradient(X1, X)
-        K_own, dK_own = K_own + K_part, dK_own + dK_part
+    K_own, dK_own = _components_own_input_gradient(kernel, X1, X)
     K, dK = kernel._gram_and_input_gradient(X1, X)
     assert kernel._fused_components().log_weights == [None] * 4          # every component plain
     np.testing.assert_array_equal(K, K_own)
@@ -184,11 +190,7 @@ def test_input_gradient_is_the_components_own_with_the_scaled_ones(mixed_space, 
     X, X1 = mixed_space.sample_encoded(20, seed=8), mixed_space.sample_encoded(5, seed=9)
     scaled = [log_w is not None for log_w in kernel._fused_components().log_weights]
     assert scaled == [True, False, True, False]                          # product, a, i, b
-    product, parts = kernel._components()
-    K_own, dK_own = product._gram_and_input_gradient(X1, X)
-    for part in parts:
-        K_part, dK_part = part._gram_and_input_gradient(X1, X)
-        K_own, dK_own = K_own + K_part, dK_own + dK_part
+    K_own, dK_own = _components_own_input_gradient(kernel, X1, X)
     K, dK = kernel._gram_and_input_gradient(X1, X)
     np.testing.assert_array_equal(K, K_own)
     np.testing.assert_array_equal(dK, dK_own)
