@@ -304,12 +304,16 @@ class _AdditiveLikelihoodTerms:
         spaces, states = [part.kernel.space for part in self.parts], [part.D for part in self.parts]
         scaled = any(part.scaled for part in self.parts)
         self._unit_rows = _UnitDiagonalRows(spaces, states) if scaled else None
+        # the normalisers and the scalings evaluate f at the same groups and β (every part's, in the same order)
+        self._shared_groups = scaled and self._unit_rows.shares_groups(self._normalisers)
 
     def gram(self, theta):
         values = np.exp(theta)
         betas = values[self._beta_positions]
-        c, dlog_c = self._normalisers.factors(self._modulation, betas)
-        scalings = [None] * len(self.parts) if self._unit_rows is None else self._unit_rows.at(self._modulation, betas)
+        derivatives = self._normalisers.group_derivatives(self._modulation, betas)
+        c, dlog_c = self._normalisers.factors(self._modulation, betas, derivatives)
+        scalings = ([None] * len(self.parts) if self._unit_rows is None else
+                    self._unit_rows.at(self._modulation, betas, derivatives if self._shared_groups else None))
         K = None
         for k in self._gram_order:
             if k == self._plain_first:

@@ -82,8 +82,7 @@ class _ModulatedKernel(SpaceKernel):
         return self._normaliser_at(self._betas())
 
     def _normaliser_at(self, betas):
-        c, dlog_c = _normaliser_layout(self.space.packed_spectra).factors(self._modulation, betas)
-        return float(np.exp(np.sum(np.log(c)))), dlog_c
+        return _normaliser_product(*_normaliser_layout(self.space.packed_spectra).factors(self._modulation, betas))
 
     def _args(self):
         """Backend arguments after the inputs: (spectra, alphas, betas, σ², modulation), memoised."""
@@ -108,6 +107,11 @@ class _ModulatedKernel(SpaceKernel):
         K_diag = self._effective_variance() * self._diag_factors(D)
         return _add_zero_distance_share(vector, beta_start, D, w_diag * K_diag,
                                         self._memo("diag_tables", self._compute_diag_tables)[1])
+
+
+def _normaliser_product(c, dlog_c):
+    """(Π_p c_p, ∂log Π c_p/∂log β) from ``NormaliserLayout.factors``' (c_p, ∂log c_p/∂log β_p)."""
+    return float(np.exp(np.sum(np.log(c)))), dlog_c
 
 
 def _part_normaliser(c, variables):
@@ -213,9 +217,15 @@ class NormaliserLayout:
         self.group_variable = np.repeat(np.arange(len(self.n_states)), groups_per_variable)
         self.starts = (np.cumsum(groups_per_variable) - groups_per_variable).astype(np.int64)   # [] for none
 
-    def factors(self, modulation, betas):
-        """(c_p, ∂log c_p/∂log β_p) for every variable p, given its β_p (arrays of shape (n_variables,))."""
+    def group_derivatives(self, modulation, betas):
+        """(f(μ_g, 0 | β_p), β_p ∂f(μ_g, 0 | β_p)/∂β_p) per group g, in the layout's order."""
         f, _, df_dlogbeta = modulation.derivatives(self.group_values, 0.0, np.asarray(betas)[self.group_variable])
+        return f, df_dlogbeta
+
+    def factors(self, modulation, betas, group_derivatives=None):
+        """(c_p, ∂log c_p/∂log β_p) for every variable p, given its β_p (arrays of shape (n_variables,)), from
+        ``group_derivatives`` at these β when the caller has them."""
+        f, df_dlogbeta = group_derivatives or self.group_derivatives(modulation, betas)
         c = np.add.reduceat(self.group_sizes * f, self.starts) / self.n_states
         dc = np.add.reduceat(self.group_sizes * df_dlogbeta, self.starts) / self.n_states
         return c, dc / c
@@ -247,7 +257,7 @@ def _zero_distance_tables(space, modulation, betas):
     return _zero_distance_tables_of(_zero_distance_layout(space.packed_spectra, space.graphs), modulation, betas)
 
 
-def _zero_distance_tables_of(layout, modulation, betas):
+def _zero_distance_tables_of(layout, modulation, betas, group_derivatives=None):
     """Per variable p of ``layout`` (``_ZeroDistanceLayout``) and state v: F_p(v, v, 0) and
     e_p(v) = ∂log(F_p(v, v, 0)/c_p)/∂log β_p.
 
@@ -265,10 +275,16 @@ def _zero_distance_tables_of(layout, modulation, betas):
     which is exactly 0 for those graphs.  Deviations within the rounding of the eigenvectors
     (|d_g| ≤ 64 n ε; a complete graph's are 0 by construction) are set to 0: F_p evaluated from
     these eigenvectors cannot resolve them either.
+
+    ``group_derivatives``: (f_g, h_g) of the layout's groups in its order at these β when the caller has them
+    (``NormaliserLayout.group_derivatives`` of the same groups: a likelihood evaluation's normalisers).
     """
     P, n_groups = layout.shares.shape
-    group_betas = np.repeat(betas, layout.groups_per_variable)
-    f_packed, _, h_packed = modulation.derivatives(layout.group_values, 0.0, group_betas)
+    if group_derivatives is None:
+        f_packed, _, h_packed = modulation.derivatives(layout.group_values, 0.0,
+                                                       np.repeat(betas, layout.groups_per_variable))
+    else:
+        f_packed, h_packed = group_derivatives
     f, h = np.zeros(P * n_groups), np.zeros(P * n_groups)
     f[layout.scatter], h[layout.scatter] = f_packed, h_packed
     f, h = f.reshape(P, n_groups), h.reshape(P, n_groups)                       # (P, max groups), zero-padded
@@ -333,10 +349,17 @@ class _UnitDiagonalRows:
             self._membership[end - count:end, k] = 1.0
             self._columns.append(slice(end - count, end) if layout.has_deviations else None)
 
-    def at(self, modulation, betas):
+    def shares_groups(self, normalisers):
+        """Whether ``normalisers`` (a ``NormaliserLayout``) holds the same groups in the same order as this
+        scaling's layout, so that one ``group_derivatives`` serves both."""
+        return np.array_equal(normalisers.group_values, self.layout.group_values) and np.array_equal(
+            normalisers.group_variable, np.repeat(np.arange(len(self.layout.groups_per_variable)),
+                                                  self.layout.groups_per_variable))
+
+    def at(self, modulation, betas, group_derivatives=None):
         """Per kernel, (w, ∂log w/∂log β) of shapes (N,) and (N, its P), or None; ``betas`` concatenates the
-        kernels' β in the order they were given."""
-        diag_table, dlog_table, c = _zero_distance_tables_of(self.layout, modulation, betas)
+        kernels' β in the order they were given (``group_derivatives``: ``_zero_distance_tables_of``'s)."""
+        diag_table, dlog_table, c = _zero_distance_tables_of(self.layout, modulation, betas, group_derivatives)
         log_w = 0.5 * (np.log(c)[:, None] - np.log(diag_table))
         weights = np.exp(log_w.ravel()[self._flat_index] @ self._membership).T
         log_derivatives = (-0.5 * dlog_table).ravel()[self._flat_index]
@@ -362,28 +385,35 @@ def _unit_diagonal_reduction(reduce, gram_rows, W_off, w, G, beta_start, symmetr
     Σ W ∂(w_a w_b K_ab) = Σ W'_ab ∂K_ab + Σ_ab W'_ab K_ab (g(a) + g(b)) with W' = W ∘ wwᵀ and g(a) = ∂log w_a/∂log β:
     ``reduce(W')`` is the backend's reduction (β block, normaliser included), ``gram_rows`` the unscaled K for the
     second sum: an array (a copy the caller kept, read in one block) or a function of a slice of rows, which is then
-    computed a block of rows at a time so that no second N × N array is held.  W_off (zero diagonal) is scaled in
-    place and restored."""
+    computed a block of rows at a time so that no second N × N array is held.  W' is a scaled copy of W_off (zero
+    diagonal) up to _SHARE_CACHE_ENTRIES entries, as the unscaled K is; above, W_off itself is scaled in place and
+    restored (to within rounding: the parts reduced after this one read it)."""
     if isinstance(gram_rows, np.ndarray):
         block, gram_rows = len(w), gram_rows.__getitem__
     else:
         # an eighth of K at most at a time: the GP likelihood holds one N × N array, a composite kernel two
         # (tests/test_gp.py)
         block = max(1, min(_SHARE_BLOCK_ENTRIES // max(1, len(w)), -(-len(w) // 8)))
-    W_off *= w[:, None]
-    W_off *= w[None, :]
+    in_place = W_off.size > _SHARE_CACHE_ENTRIES
+    if in_place:
+        W_off *= w[:, None]
+        scaled = W_off
+    else:
+        scaled = W_off * w[:, None]
+    scaled *= w[None, :]
     try:
-        vector = reduce(W_off)
+        vector = reduce(scaled)
         per_point = np.empty(len(w))
         for start in range(0, len(w), block):
             rows = slice(start, start + block)
-            weights = W_off[rows] if symmetric_weights else W_off[rows] + W_off[:, rows].T
+            weights = scaled[rows] if symmetric_weights else scaled[rows] + scaled[:, rows].T
             per_point[rows] = np.einsum("ab,ab->a", weights, gram_rows(rows))
         if symmetric_weights:
             per_point *= 2.0
     finally:
-        W_off /= w[None, :]
-        W_off /= w[:, None]
+        if in_place:
+            W_off /= w[None, :]
+            W_off /= w[:, None]
     vector[beta_start:beta_start + G.shape[1]] += per_point @ G
     return vector
 
@@ -761,19 +791,24 @@ class _FMLikelihoodTerms:
         # the reduction is the backend's sums alone, assembled (_PlainPartSum does it for several kernels at once)
         self.plain = not self._has_deviations and bool(np.all(self.mask))
         self._unit_rows = None     # its _UnitDiagonalRows, built when first needed (AdditiveFM hands its parts theirs)
+        self._normalisers = _normaliser_layout(space.packed_spectra)
         # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ
         self._at = None
 
-    def _arguments(self, theta):
-        """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
+    def _values(self, theta):
+        """The hyperparameter values [θ | α | β | variance] (not their logs) at free θ."""
         log_values = self.log_values.copy()
         log_values[self.mask] = theta
         Dc, P = self.n_continuous, self.n_discrete
         # exponentiated block by block, the variance by math.exp, as the fits were recorded (np.exp over the
         # whole vector can differ in the last bit: tests/test_golden.py)
-        values = np.concatenate([np.exp(log_values[:Dc]), np.exp(log_values[Dc:Dc + P]),
-                                 np.exp(log_values[Dc + P:Dc + 2 * P]), [math.exp(log_values[-1])]])
-        normaliser, dlog_c = self.kernel._normaliser_at(self.betas_of(values))
+        return np.concatenate([np.exp(log_values[:Dc]), np.exp(log_values[Dc:Dc + P]),
+                               np.exp(log_values[Dc + P:Dc + 2 * P]), [math.exp(log_values[-1])]])
+
+    def _arguments(self, theta):
+        """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
+        values = self._values(theta)
+        normaliser, dlog_c = _normaliser_product(*self._normalisers.factors(self.modulation, self.betas_of(values)))
         return self.arguments_at(values, normaliser, dlog_c)
 
     def betas_of(self, values):
@@ -790,7 +825,22 @@ class _FMLikelihoodTerms:
         return np.ascontiguousarray(self.C / values[:Dc]), args, dlog_c, betas
 
     def gram(self, theta):
-        return self.gram_at(self._arguments(theta))
+        if not self.scaled:
+            return self.gram_at(self._arguments(theta))
+        # the normaliser and the unit-diagonal scaling evaluate f at the same groups and β: once for both
+        values = self._values(theta)
+        betas = self.betas_of(values)
+        derivatives = self._normalisers.group_derivatives(self.modulation, betas)
+        normaliser, dlog_c = _normaliser_product(*self._normalisers.factors(self.modulation, betas, derivatives))
+        return self.gram_at(self.arguments_at(values, normaliser, dlog_c), self._scaling_at(betas, derivatives))
+
+    def _scaling_at(self, betas, group_derivatives=None):
+        """Its ``_UnitDiagonalRows`` at ``betas`` (``group_derivatives``: its normalisers' at these β)."""
+        if self._unit_rows is None:
+            self._unit_rows = _UnitDiagonalRows([self.kernel.space], [self.D])
+            self._unit_rows_share = self._unit_rows.shares_groups(self._normalisers)
+        shared = group_derivatives if self._unit_rows_share else None
+        return self._unit_rows.at(self.modulation, betas, shared)[0]
 
     def gram_at(self, arguments, scaling=None):
         """The Gram at ``arguments`` (``_arguments``, ``arguments_at``); ``reduction`` then differentiates it.
@@ -799,14 +849,16 @@ class _FMLikelihoodTerms:
         C, args, dlog_c, betas = arguments
         K = self._gram(C, self.D, None, None, *args)
         if scaling is None and self.scaled:
-            if self._unit_rows is None:
-                self._unit_rows = _UnitDiagonalRows([self.kernel.space], [self.D])
-            scaling = self._unit_rows.at(self.modulation, betas)[0]
+            scaling = self._scaling_at(betas)
         unscaled = None
         if scaling is not None:
-            # the reduction's β share reads the unscaled K after the caller has overwritten it (_SHARE_CACHE_ENTRIES)
-            unscaled = K.copy() if K.size <= _SHARE_CACHE_ENTRIES else None
-            _scale_in_place(K, scaling[0], scaling[0])
+            # the reduction's β share reads the unscaled K after the caller has overwritten it
+            # (_SHARE_CACHE_ENTRIES): below that size the backend's K is kept and the scaled one is a new array
+            if K.size <= _SHARE_CACHE_ENTRIES:
+                unscaled, K = K, K * scaling[0][:, None]
+                K *= scaling[0][None, :]
+            else:
+                _scale_in_place(K, scaling[0], scaling[0])
         # the caller may add noise to K's diagonal: its diagonal is kept apart
         self._at = (C, args, dlog_c, betas, K.diagonal().copy(), scaling, unscaled)
         return K

@@ -132,6 +132,19 @@ def test_likelihood_terms_agree_with_the_kernel(space, backend, keeps_unscaled_g
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_likelihood_gram_evaluates_the_groups_once_for_its_normalisers_and_its_scaling(space, backend):
+    """``_FMLikelihoodTerms.gram`` hands the normalisers' f at the groups to the unit-diagonal scaling
+    (``NormaliserLayout.group_derivatives``): the same Gram, bit for bit, as the scaling evaluating its own."""
+    X = space.sample_encoded(20, seed=5)
+    kernel = _kernel("ModLap", space, backend)
+    terms = kernel._likelihood_terms(X)
+    theta = kernel.theta + np.random.default_rng(6).uniform(-0.5, 0.5, kernel.n_theta)
+    shared = terms.gram(theta).copy()
+    np.testing.assert_array_equal(shared, terms.gram_at(terms._arguments(theta)))
+    np.testing.assert_allclose(shared, kernel.clone_with_theta(theta)(X), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_neighbours_products_and_input_gradients(backend):
     space = SPACES["mixed"]
     kernel = _kernel("ModLap", space, backend)
@@ -190,10 +203,15 @@ def test_the_scaling_of_several_kernels_in_one_pass_is_each_kernels_own():
         assert scaling[0].shape == (30,) and scaling[1].shape == (30, space.n_discrete)
 
 
+@pytest.mark.parametrize("scales_a_copy", [True, False])
 @pytest.mark.parametrize("symmetric_weights", [True, False])
-def test_the_beta_share_from_a_kept_gram_equals_the_one_from_recomputed_rows(symmetric_weights):
-    """``_unit_diagonal_reduction`` given the unscaled Gram whole, or a function of its rows (block by block)."""
+def test_the_beta_share_from_a_kept_gram_equals_the_one_from_recomputed_rows(symmetric_weights, scales_a_copy,
+                                                                              monkeypatch):
+    """``_unit_diagonal_reduction`` given the unscaled Gram whole, or a function of its rows (block by block);
+    W' = W ∘ wwᵀ a scaled copy (W untouched) or, above fm._SHARE_CACHE_ENTRIES, W scaled in place and restored."""
     from fastfm.kernels import fm
+    if not scales_a_copy:
+        monkeypatch.setattr(fm, "_SHARE_CACHE_ENTRIES", 0)
     rng = np.random.default_rng(9)
     n = 37
     A = rng.standard_normal((n, n))
@@ -206,9 +224,14 @@ def test_the_beta_share_from_a_kept_gram_equals_the_one_from_recomputed_rows(sym
     results = []
     for gram_rows in (K, lambda rows: K[rows]):
         W_before = W.copy()
-        results.append(fm._unit_diagonal_reduction(lambda scaled: np.zeros(5), gram_rows, W, w, G, 1,
-                                                   symmetric_weights))
-        np.testing.assert_allclose(W, W_before, rtol=1e-14)
+        reduced = []
+        results.append(fm._unit_diagonal_reduction(lambda scaled: reduced.append(scaled.copy()) or np.zeros(5),
+                                                   gram_rows, W, w, G, 1, symmetric_weights))
+        np.testing.assert_array_equal(reduced[0], W_before * w[:, None] * w[None, :])   # the backend's W'
+        if scales_a_copy:
+            np.testing.assert_array_equal(W, W_before)
+        else:
+            np.testing.assert_allclose(W, W_before, rtol=1e-14)
     np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
     # Σ_b W'_ab K_ab (g(a) + g(b)) with W' = W ∘ wwᵀ: each point's row and column sums (K symmetric)
     share = W * np.outer(w, w) * K
