@@ -128,4 +128,5 @@ PYBIND11_MODULE(_cpp, m) {
     bind_hier(m);
     bind_matvec(m);
     bind_linalg(m);
+    bind_optim(m);
 }

@@ -120,3 +120,19 @@ def fm_grad_reduction_low_rank(C: ArrayLike, D: ArrayLike, U: ArrayLike, Z: Arra
 def likelihood_weights(factor_rows: NDArray[np.float64], alpha: ArrayLike) -> float:
     """W = ½(ααᵀ − K⁻¹) written over ``factor_rows`` (the C-ordered view of dpotrf's lower factor of K);
     returns tr(W)."""
+
+
+# The acquisition search's batched quasi-Newton bookkeeping (fastfm/optim/batched_lbfgs.py,
+# csrc/include/fastfm/batched_lbfgs.hpp): the same runs as the NumPy loop, bit for bit
+class BatchedLBFGS:
+    """Independent projected L-BFGS runs from the rows of X, evaluated by the caller in rounds."""
+
+    def __init__(self, X: ArrayLike, F: ArrayLike, G: ArrayLike, lower: ArrayLike, upper: ArrayLike,
+                 maxiter: int) -> None: ...
+    def next_trials(self) -> tuple[NDArray[np.int64], NDArray[np.float64]] | None:
+        """(starts, points) to evaluate next, or None once every run has stopped."""
+    def tell(self, values: ArrayLike, gradients: ArrayLike) -> None: ...
+    @property
+    def X(self) -> NDArray[np.float64]: ...
+    @property
+    def F(self) -> NDArray[np.float64]: ...

@@ -6,7 +6,8 @@ The table, lowest first; a component may import the components listed for it and
     ground     _version, exceptions, _config, _parallel, _progress
     data       space/ (ground), _backends/ (ground and the compiled _cpp)
     kernels    kernels/ (ground, space, _backends)
-    models     gp/ (ground, space, _backends, kernels); acquisition, optim/ (ground only: duck-typed posterior)
+    models     gp/ (ground, space, _backends, kernels); acquisition (ground only: duck-typed posterior), optim/
+               (ground and the compiled _cpp, whose batched L-BFGS bookkeeping it drives)
     loop       bo (everything above but the face and the tools)
     suite      benchmarks/ (ground and space: problems and data only, no runner)
     face       fastfm/__init__ (everything but the tools); imported by the tools only
@@ -37,7 +38,7 @@ ALLOWED = {
     "kernels": GROUND | DATA,
     "gp": GROUND | DATA | {"kernels"},
     "acquisition": GROUND,
-    "optim": GROUND,
+    "optim": GROUND | {"_cpp"},
     "bo": GROUND | DATA | {"kernels"} | MODELS,
     "benchmarks": GROUND | {"space"},
     "__init__": ALL_BELOW_FACE,

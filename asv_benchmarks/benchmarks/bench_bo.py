@@ -186,3 +186,34 @@ class BatchSuggestion(Suggestion):
         for config, value in zip(self.configs, self.values):
             optimizer.tell(config, float(value))
         optimizer.ask(n=q)
+
+
+class BatchedQuasiNewton:
+    """The acquisition search's batched L-BFGS runs (``fastfm.optim.batched_lbfgs.minimize_batched``) on a cheap
+    function, so that the time is the bookkeeping: the compiled state (``fastfm._cpp.BatchedLBFGS``, the default
+    where the extension is built) against the NumPy loop, which is its definition.  50 starts, as the local search
+    of every suggestion."""
+
+    params = (["compiled", "numpy"], [4, 20])
+    param_names = ["bookkeeping", "n_dims"]
+
+    def setup(self, bookkeeping, n_dims):
+        from fastfm.optim import batched_lbfgs
+        self.module = batched_lbfgs
+        self.compiled = batched_lbfgs._compiled_state
+        if bookkeeping == "compiled" and self.compiled is None:
+            raise NotImplementedError("the compiled extension is not built here")
+        rng = np.random.default_rng(0)
+        shift, scale = rng.uniform(-1.0, 1.0, (50, n_dims)), rng.uniform(0.5, 4.0, (50, n_dims))
+
+        def fun(starts, X):
+            Z = scale[starts] * (X - shift[starts])
+            return np.sum(np.cos(Z), axis=1) + 0.05 * np.sum(X * X, axis=1), -scale[starts] * np.sin(Z) + 0.1 * X
+        self.fun, self.X0 = fun, rng.uniform(-1.0, 1.0, (50, n_dims))
+        batched_lbfgs._compiled_state = self.compiled if bookkeeping == "compiled" else None
+
+    def teardown(self, bookkeeping, n_dims):
+        self.module._compiled_state = self.compiled
+
+    def time_minimize_batched(self, bookkeeping, n_dims):
+        self.module.minimize_batched(self.fun, self.X0, -1.0, 1.0, maxiter=200)

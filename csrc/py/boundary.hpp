@@ -116,5 +116,6 @@ void bind_set(py::module_& m);     // py/set.cpp
 void bind_hier(py::module_& m);    // py/hier.cpp
 void bind_matvec(py::module_& m);  // py/matvec.cpp
 void bind_linalg(py::module_& m);  // py/linalg.cpp
+void bind_optim(py::module_& m);   // py/optim.cpp
 
 }  // namespace fastfm_py

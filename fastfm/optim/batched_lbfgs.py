@@ -17,10 +17,25 @@ slope along it steep (the curvature condition fails), the start's next trial ste
 that a Moré-Thuente line search (scipy's) makes within one iteration, spread over iterations.  Stopping rules are
 L-BFGS-B's defaults: projected gradient ≤ 1e-5 (inf-norm), relative decrease ≤ 2.2e-9, or ``maxiter``.
 Each start's path depends only on its own values, so a start's result does not depend on which others run.
+
+This module is the definition; ``fastfm._cpp.BatchedLBFGS`` (csrc/include/fastfm/batched_lbfgs.hpp) repeats its
+operations in the same order, so that a run is the same bit for bit, and ``minimize_batched`` drives it when the
+extension is built: the NumPy bookkeeping (~70 array operations an iteration) was a quarter of the acquisition
+search on the HPO problems (docs/benchmarks/suggestion.md, "The local search's bookkeeping compiled").
 """
 import numpy as np
 
+try:
+    # the extension itself, not fastfm._backends (optim sits beside the GP, below the kernels' backends); the
+    # package's __init__ has loaded it through fastfm._backends.cpp by now, which sets its OpenMP policy first
+    import fastfm._cpp as _cpp
+except ImportError:          # not built: the NumPy loop below runs
+    _cpp = None
+
 __all__ = ["minimize_batched"]
+
+# fastfm._cpp.BatchedLBFGS, or None without the extension (or an older build of it)
+_compiled_state = getattr(_cpp, "BatchedLBFGS", None)
 
 MEMORY = 10               # correction pairs kept (scipy's L-BFGS-B maxcor)
 PGTOL = 1e-5              # projected-gradient inf-norm that counts as converged (scipy's gtol)
@@ -94,6 +109,20 @@ def minimize_batched(fun, X0, lower, upper, maxiter):
     X = np.clip(X0, lower, upper)
     F, G = fun(np.arange(n_starts), X)
     F, G = np.array(F, dtype=float), np.array(G, dtype=float)
+    if _compiled_state is not None and n > 0:
+        state = _compiled_state(X, F, G, lower, upper, int(maxiter))
+        n_evaluations = 1
+        while (trials := state.next_trials()) is not None:
+            f_trial, g_trial = fun(*trials)
+            state.tell(f_trial, g_trial)
+            n_evaluations += 1
+        return state.X, state.F, n_evaluations
+    return _minimize_numpy(fun, X, F, G, lower, upper, maxiter)
+
+
+def _minimize_numpy(fun, X, F, G, lower, upper, maxiter):
+    """``minimize_batched`` after the first evaluation, in NumPy: the definition the compiled state follows."""
+    n_starts, n = X.shape
     n_evaluations = 1
     S = np.zeros((n_starts, MEMORY, n))
     Y = np.zeros((n_starts, MEMORY, n))

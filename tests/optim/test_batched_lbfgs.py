@@ -3,7 +3,20 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from fastfm.optim import batched_lbfgs
 from fastfm.optim.batched_lbfgs import MAX_BACKTRACKS, minimize_batched
+
+# every test of minimize_batched runs on the NumPy loop (the definition) and on the compiled bookkeeping
+# (fastfm._cpp.BatchedLBFGS) where the extension is built
+COMPILED = batched_lbfgs._compiled_state
+IMPLEMENTATIONS = ["numpy"] + (["compiled"] if COMPILED is not None else [])
+
+
+@pytest.fixture(params=IMPLEMENTATIONS, autouse=True)
+def implementation(request, monkeypatch):
+    if request.param == "numpy":
+        monkeypatch.setattr(batched_lbfgs, "_compiled_state", None)
+    return request.param
 
 
 def _quadratics(n_starts, n, seed):
@@ -140,3 +153,77 @@ def test_a_start_that_is_not_convex_along_its_free_coordinate_does_not_creep():
                              method="L-BFGS-B", bounds=[(0.0, 1.0)] * 2)
         assert F[s] <= reference.fun + 1e-12
     assert n_evaluations < 40
+
+
+def _recorded(fun, calls):
+    """``fun`` that appends each call's (starts, points) to ``calls``."""
+    def recording(starts, X):
+        calls.append((np.array(starts), np.array(X)))
+        return fun(starts, X)
+    return recording
+
+
+def _nonconvex(n_starts, n, seed):
+    """Sums of shifted cosines and a weak quadratic, with NaN at points of one start's region: many local minima,
+    steps shortened by the quadratic fit and by non-finite values, concave directions (the step doubling)."""
+    rng = np.random.default_rng(seed)
+    shift, scale = rng.uniform(-1.0, 1.0, (n_starts, n)), rng.uniform(0.5, 6.0, (n_starts, n))
+
+    def fun(starts, X):
+        Z = scale[starts] * (X - shift[starts])
+        F = np.sum(np.cos(Z), axis=1) + 0.05 * np.sum(X * X, axis=1)
+        G = -scale[starts] * np.sin(Z) + 0.1 * X
+        F = np.where((starts == 1) & (X[:, 0] > 0.8), np.nan, F)
+        return F, G
+    return fun
+
+
+@pytest.mark.skipif(COMPILED is None, reason="needs the extension (the compiled bookkeeping)")
+@pytest.mark.parametrize("n", [1, 3, 7, 8, 9, 16, 23, 64, 130, 300])
+def test_the_compiled_bookkeeping_makes_the_same_runs_bit_for_bit(n, monkeypatch):
+    """fastfm._cpp.BatchedLBFGS repeats the NumPy loop's operations in order (NumPy's pairwise row sums, its clip):
+    every call asks for the same starts at the same points, and the results are equal bit for bit.  Row lengths
+    cover each branch of the pairwise sum (< 8, 8-128, > 128); boxes that bind, pinned coordinates, a start with no
+    finite value, non-convex functions and the iteration cap cover the branches of the loop."""
+    rng = np.random.default_rng(n)
+    n_starts = 12
+    problems = [(_quadratics(n_starts, n, seed=n)[0], 0.0, 1.0, 300),
+                (_nonconvex(n_starts, n, seed=n), -1.0, 1.0, 200),
+                (_nonconvex(n_starts, n, seed=n + 1), -1.0, 1.0, 3)]
+    n_calls = 0
+    for fun, low, high, maxiter in problems:
+        X0 = rng.uniform(low, high, (n_starts, n))
+        X0[2, 0] = np.nan                                     # a start with no finite value
+        lower, upper = np.full((n_starts, n), low), np.full((n_starts, n), high)
+        lower[3, n // 2] = upper[3, n // 2] = X0[3, n // 2]    # a pinned coordinate
+        results = {}
+        for name, state in (("compiled", COMPILED), ("numpy", None)):
+            monkeypatch.setattr(batched_lbfgs, "_compiled_state", state)
+            calls = []
+            X, F, n_evaluations = minimize_batched(_recorded(fun, calls), X0, lower, upper, maxiter)
+            results[name] = (X, F, n_evaluations, calls)
+        (X_c, F_c, n_c, calls_c), (X_n, F_n, n_n, calls_n) = results["compiled"], results["numpy"]
+        assert n_c == n_n == len(calls_c) == len(calls_n)
+        n_calls += n_c
+        for (starts_c, points_c), (starts_n, points_n) in zip(calls_c, calls_n):
+            np.testing.assert_array_equal(starts_c, starts_n)
+            np.testing.assert_array_equal(points_c, points_n)
+        np.testing.assert_array_equal(X_c, X_n)
+        np.testing.assert_array_equal(F_c, F_n)
+    assert n_calls > 10
+
+
+@pytest.mark.skipif(COMPILED is None, reason="needs the extension (the compiled bookkeeping)")
+def test_the_compiled_bookkeeping_names_bad_arguments():
+    state_type = COMPILED
+    X = np.zeros((3, 2))
+    with pytest.raises(ValueError, match=r"G must have shape \(3, 2\)"):
+        state_type(X, np.zeros(3), np.zeros((3, 3)), X, X + 1.0, 10)
+    with pytest.raises(ValueError, match=r"maxiter must be >= 0"):
+        state_type(X, np.zeros(3), X, X, X + 1.0, -1)
+    state = state_type(X, np.zeros(3), np.ones((3, 2)), X - 1.0, X + 1.0, 10)
+    with pytest.raises(ValueError, match=r"no trials are pending"):
+        state.tell(np.zeros(3), np.zeros((3, 2)))
+    starts, points = state.next_trials()
+    with pytest.raises(ValueError, match=r"gradients must have shape \(3, 2\)"):
+        state.tell(np.zeros(3), np.zeros((2, 2)))
