@@ -807,9 +807,15 @@ class _FMLikelihoodTerms:
 
     def _arguments(self, theta):
         """(C / lengthscale, the backend's hyperparameter arguments, ∂log Π c_p/∂log β, β) at free θ."""
+        return self._arguments_and_groups(theta)[0]
+
+    def _arguments_and_groups(self, theta):
+        """(``_arguments``, the normalisers' f at the groups at these β: ``NormaliserLayout.group_derivatives``)."""
         values = self._values(theta)
-        normaliser, dlog_c = _normaliser_product(*self._normalisers.factors(self.modulation, self.betas_of(values)))
-        return self.arguments_at(values, normaliser, dlog_c)
+        betas = self.betas_of(values)
+        derivatives = self._normalisers.group_derivatives(self.modulation, betas)
+        normaliser, dlog_c = _normaliser_product(*self._normalisers.factors(self.modulation, betas, derivatives))
+        return self.arguments_at(values, normaliser, dlog_c), derivatives
 
     def betas_of(self, values):
         """The β block of the hyperparameter values [θ | α | β | variance] (this kernel's order)."""
@@ -825,14 +831,9 @@ class _FMLikelihoodTerms:
         return np.ascontiguousarray(self.C / values[:Dc]), args, dlog_c, betas
 
     def gram(self, theta):
-        if not self.scaled:
-            return self.gram_at(self._arguments(theta))
         # the normaliser and the unit-diagonal scaling evaluate f at the same groups and β: once for both
-        values = self._values(theta)
-        betas = self.betas_of(values)
-        derivatives = self._normalisers.group_derivatives(self.modulation, betas)
-        normaliser, dlog_c = _normaliser_product(*self._normalisers.factors(self.modulation, betas, derivatives))
-        return self.gram_at(self.arguments_at(values, normaliser, dlog_c), self._scaling_at(betas, derivatives))
+        arguments, derivatives = self._arguments_and_groups(theta)
+        return self.gram_at(arguments, self._scaling_at(arguments[3], derivatives) if self.scaled else None)
 
     def _scaling_at(self, betas, group_derivatives=None):
         """Its ``_UnitDiagonalRows`` at ``betas`` (``group_derivatives``: its normalisers' at these β)."""

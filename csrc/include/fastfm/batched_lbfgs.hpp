@@ -154,19 +154,11 @@ public:
 
 private:
     T max_abs_projected_gradient(const T* x, const T* g, const T* lo, const T* hi) const {
-        // np.max(np.abs(np.clip(x - g, lo, hi) - x)): NaN-propagating as np.max
-        T best = T(0);
-        bool first = true;
-        for (std::size_t j = 0; j < n_; ++j) {
-            const T v = std::fabs(lbfgs_detail::np_clip(x[j] - g[j], lo[j], hi[j]) - x[j]);
-            if (first) {
-                best = v;
-                first = false;
-            } else {
-                best = lbfgs_detail::np_max(v, best);
-                if (std::isnan(v)) best = v;
-            }
-        }
+        // np.max(np.abs(np.clip(x - g, lo, hi) - x)): NaN-propagating as np.max (np_max keeps a NaN v, and a NaN
+        // best is never replaced since v > NaN is false); n ≥ 1 (the binding checks it)
+        T best = std::fabs(lbfgs_detail::np_clip(x[0] - g[0], lo[0], hi[0]) - x[0]);
+        for (std::size_t j = 1; j < n_; ++j)
+            best = lbfgs_detail::np_max(std::fabs(lbfgs_detail::np_clip(x[j] - g[j], lo[j], hi[j]) - x[j]), best);
         return best;
     }
 
