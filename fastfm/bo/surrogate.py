@@ -222,6 +222,10 @@ FULL_REFIT_GROWTH = 1.25
 # Func3C -0.432 -> -0.454, Ackley5C 0.530 -> 0.543 (s.e. 0.011, 0.055, 0.045), and at 200 every seed of 10 at
 # -0.2063 and -0.7221, Ackley5C 0.0044 (docs/benchmarks/suggestion.md, "Racing the warm refit").  The full
 # refits race nothing: there every start runs to convergence, so a run can still leave a mode it has outgrown.
+# Racing them too (3 finalists), measured three times, halved a full refit (XGBoost at 99 and 109 told values:
+# 1.1-1.7 -> 0.5-0.7 s) for whole runs 1.04-1.23x faster, but the best values at 60 leaned worse on the paper
+# problems (40 paired seeds, 2026-12-04: Func2C +0.007 +- 0.010, Func3C +0.033 +- 0.034, Ackley5C +0.028 +- 0.050):
+# not adopted (docs/benchmarks/suggestion.md, "Racing the GP restarts (opt-in)").
 # Only on the spaces where kernel="auto" considers AdditiveFM (_admits_additive: fewer than ADDITIVE_MAX_DIMS
 # columns, a discrete variable, no Set), where it was measured: on MaxSATWeighted (60 binary variables, 61
 # hyperparameters, 10 seeds at 100 evaluations) racing lost -0.9801 +- 0.0021 -> -0.9744 +- 0.0017, and the large
