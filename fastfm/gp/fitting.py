@@ -50,7 +50,8 @@ _FAILED_OBJECTIVE = 1e25
 # (docs/benchmarks/suggestion.md, "The likelihood loop: target met"); scipy's
 # default 2.2e-9 took twice as many as 1e-6.  maxiter bounds flat ridges.  A memory of 40 pairs instead of
 # scipy's 10 (maxcor) took 20-40 % fewer evaluations for AdditiveFM's 17-76 hyperparameters at the same optima,
-# but BO runs leaned worse at 60 evaluations on Func3C and Ackley5C (40 paired seeds, 1.2-1.3 s.e.): not adopted
+# but BO runs ended worse at 30-60 evaluations on Func3C and Ackley5C (80 paired seeds, 1.7-2.0 s.e.), and whole
+# runs were no faster (suggestions 50-100: 2.66 -> 2.71 s and 2.83 -> 2.66 s a run): not adopted
 # (docs/benchmarks/suggestion.md, "A longer L-BFGS-B memory, measured").
 _LBFGSB_OPTIONS = {"maxiter": 200, "ftol": 1e-5}
 
