@@ -790,8 +790,10 @@ class _FMLikelihoodTerms:
         self.scaled = self.unit_diagonal and self._has_deviations
         # the reduction is the backend's sums alone, assembled (_PlainPartSum does it for several kernels at once)
         self.plain = not self._has_deviations and bool(np.all(self.mask))
-        self._unit_rows = None     # its _UnitDiagonalRows, built when first needed (AdditiveFM hands its parts theirs)
         self._normalisers = _normaliser_layout(space.packed_spectra)
+        # its _UnitDiagonalRows and whether they share the normalisers' groups, built when first needed (AdditiveFM
+        # scales its parts itself and hands gram_at their scalings)
+        self._unit_rows, self._unit_rows_share = None, False
         # (scaled C, backend arguments, ∂log Π c_p/∂log β, β, diag K, scaling, unscaled K) at the last θ
         self._at = None
 
