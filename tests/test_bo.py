@@ -198,9 +198,9 @@ def test_default_prior_covers_the_hierarchical_kernel():
 
 def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkeypatch):
     """A refit after one more value runs WARM_RESTARTS random restarts and races them (WARM_FINALISTS); the first
-    fit and the refits where the data have grown by FULL_REFIT_GROWTH since the last full one run all n_restarts to
-    convergence (what the GP regressor is given, counted at its fit), and then fit the other transform of y
-    (Y_TRANSFORM_CANDIDATES) from that optimum as a warm refit does."""
+    fit and the refits where the data have grown by FULL_REFIT_GROWTH since the last full one run all n_restarts,
+    FULL_FINALISTS of them to convergence (what the GP regressor is given, counted at its fit), and then fit the
+    other transform of y (Y_TRANSFORM_CANDIDATES) from that optimum as a warm refit does."""
     from fastfm.bo import surrogate as optimizer_module
     from fastfm.gp import GaussianProcessRegressor
 
@@ -230,8 +230,9 @@ def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkey
     # the full refits are where floor(log n / log 1.25) steps up: 4, 5, 6, 8, 10, 12, 15 (told values)
     assert full == {n for n, _ in given[1:] if n in (4, 5, 6, 8, 10, 12, 15)}
     assert {7, 9, 11, 13, 14} <= {n for n, r in given[1:] if r == optimizer_module.WARM_RESTARTS}
-    assert {n for n, k in finalists.items() if k is not None} == {n for n, r in given[1:] if r != 7}
-    assert set(finalists[n] for n, r in given[1:] if r != 7) == {optimizer_module.WARM_FINALISTS}
+    assert optimizer_module.WARM_FINALISTS < optimizer_module.FULL_FINALISTS < 7 + 1   # both race
+    assert all(finalists[n] == (optimizer_module.FULL_FINALISTS if r == 7 else optimizer_module.WARM_FINALISTS)
+               for n, r in given)
     opt.ask()                                                   # 16 told: a warm refit, its record says so
     assert opt._fit_record["n_told"] == 16 and opt._fit_record["n_finalists"] == optimizer_module.WARM_FINALISTS
     # and on: each full refit a quarter more data than the last
@@ -240,7 +241,7 @@ def test_warm_refits_run_fewer_restarts_and_a_geometric_schedule_runs_all(monkey
 
 def test_warm_refits_race_only_on_small_spaces():
     """Racing is measured on the spaces where kernel="auto" considers AdditiveFM; from ADDITIVE_MAX_DIMS encoded
-    columns on (MaxSATWeighted lost with it) every warm refit runs its starts to convergence."""
+    columns on (MaxSATWeighted lost with it) every refit, warm or full, runs its starts to convergence."""
     from fastfm.bo import surrogate
 
     space = ff.Space([ff.Categorical(f"b{i}", [0, 1]) for i in range(surrogate.ADDITIVE_MAX_DIMS)])
@@ -248,9 +249,13 @@ def test_warm_refits_race_only_on_small_spaces():
     for _ in range(7):
         x = opt.ask()
         opt.tell(x, float(sum(x.values())))
-    opt.ask()                                   # 7 told: a warm refit (4, 5, 6 and 8 are full ones)
+    x = opt.ask()                               # 7 told: a warm refit (4, 5, 6 and 8 are full ones)
     assert opt._fit_record["n_told"] == 7 and opt._fit_record["warm"] is not None
     assert opt._fit_record["n_restarts"] == surrogate.WARM_RESTARTS and "n_finalists" not in opt._fit_record
+    opt.tell(x, float(sum(x.values())))
+    opt.ask()                                   # 8 told: a full refit, every start run to convergence
+    assert opt._fit_record["n_told"] == 8 and opt._fit_record["n_restarts"] == opt.n_restarts
+    assert "n_finalists" not in opt._fit_record
 
 
 def test_a_journal_written_before_racing_refits_without_it(tmp_path, monkeypatch):

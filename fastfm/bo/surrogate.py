@@ -17,9 +17,9 @@ from ..gp.priors import default_hyperparameter_prior, dimension_scaled_hyperpara
 from ..gp.selection import loo_difference, select_by_loo
 from ..kernels import Kernel, make_kernel
 
-__all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_REFIT_GROWTH", "DIMENSION_SCALED_MIN_DIMS",
-           "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS", "RIVAL_WARM_STANDARD_ERRORS", "Y_TRANSFORM_CANDIDATES",
-           "Y_TRANSFORM_CHOICE_BELOW"]
+__all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_FINALISTS", "FULL_REFIT_GROWTH",
+           "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS", "RIVAL_WARM_STANDARD_ERRORS",
+           "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
 
 _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
@@ -79,8 +79,8 @@ class _Surrogate:
         record = {"n_told": self.n_told, "seed": int(self._rng.integers(1 << 31)), "warm": warm,
                   "n_restarts": _restarts_of_fit(self.n_restarts, warm is not None, self.n_told)}
         full = _is_full_fit(warm is not None, self.n_told)
-        if not full and _admits_additive(self.space):
-            record["n_finalists"] = WARM_FINALISTS    # journals written before: no key, no racing on replay
+        if _admits_additive(self.space):    # journals written before: no key, no racing on replay
+            record["n_finalists"] = FULL_FINALISTS if full else WARM_FINALISTS
         if len(self._kernels) > 1:     # the kernel the warm start belongs to (journals of one kernel: no key)
             record["warm_kernel"] = None if self._fit_record is None else self._fit_record["kernel"]
             # a ModLap far behind at the last full fit (RIVAL_WARM_STANDARD_ERRORS): carried by the warm fits, and
@@ -220,19 +220,24 @@ FULL_REFIT_GROWTH = 1.25
 # suggestion with kernel="auto" fell from 0.119 to 0.082 s (the mean with the full refit at 109; 26 suggestions),
 # at the same sample efficiency: 40 seeds at 60 evaluations, Func2C -0.160 -> -0.157 (10 of 40 above -0.15 both),
 # Func3C -0.432 -> -0.454, Ackley5C 0.530 -> 0.543 (s.e. 0.011, 0.055, 0.045), and at 200 every seed of 10 at
-# -0.2063 and -0.7221, Ackley5C 0.0044 (docs/benchmarks/suggestion.md, "Racing the warm refit").  The full
-# refits race nothing: there every start runs to convergence, so a run can still leave a mode it has outgrown.
-# Racing them too (3 finalists), measured three times, halved a full refit (XGBoost at 99 and 109 told values:
-# 1.1-1.7 -> 0.5-0.7 s) for whole runs 1.04-1.23x faster, but the best values at 60 leaned worse on the paper
-# problems (40 paired seeds, 2026-12-04: Func2C +0.007 +- 0.010, Func3C +0.033 +- 0.034, Ackley5C +0.028 +- 0.050):
-# not adopted (docs/benchmarks/suggestion.md, "Racing the GP restarts (opt-in)").
+# -0.2063 and -0.7221, Ackley5C 0.0044 (docs/benchmarks/suggestion.md, "Racing the warm refit").
+# A full refit races its 12 starts too, FULL_FINALISTS of them continuing after the screen, so that it still
+# compares many modes but runs only the best few to convergence: a full refit on XGBoost at 99 and 109 told values
+# took 0.5-0.7 s instead of 1.1-1.7 s.  On seeds 0-39, the seeds on which this loop's defaults were chosen, the
+# best values at 60 leaned worse (three measurements; 2026-12-04: Func2C +0.007 +- 0.010, Func3C +0.033 +- 0.034,
+# Ackley5C +0.028 +- 0.050), and so did every other change tried on them (choosing the start by held-out density
+# too, 2026-12-05): the defaults' lead on the seeds they were chosen on.  On 40 fresh seeds (1000-1039) racing was
+# level (Func2C +0.003 +- 0.009, Func3C -0.033 +- 0.029, Ackley5C -0.030 +- 0.058 at 60; SVM and XGBoost on 10
+# fresh seeds level too), for 8-18 % less suggestion time over a 60-evaluation run (docs/benchmarks/suggestion.md,
+# "Racing the GP restarts").
 # Only on the spaces where kernel="auto" considers AdditiveFM (_admits_additive: fewer than ADDITIVE_MAX_DIMS
 # columns, a discrete variable, no Set), where it was measured: on MaxSATWeighted (60 binary variables, 61
-# hyperparameters, 10 seeds at 100 evaluations) racing lost -0.9801 +- 0.0021 -> -0.9744 +- 0.0017, and the large
-# problems' suggestions are 2-10x faster than GPSampler's without it.  On the set problems (10 paired seeds at 60
-# evaluations, 2026-12-03) racing saved 0-14 % of a suggestion and moved the best values both ways beyond noise
-# (SetChamfer +0.009 +- 0.007 at 60, SetCoverage -0.14 +- 0.15): not adopted there.
+# hyperparameters, 10 seeds at 100 evaluations) racing the warm refits lost -0.9801 +- 0.0021 -> -0.9744 +- 0.0017,
+# and the large problems' suggestions are 2-10x faster than GPSampler's without it.  On the set problems (10 paired
+# seeds at 60 evaluations, 2026-12-03) racing saved 0-14 % of a suggestion and moved the best values both ways
+# beyond noise (SetChamfer +0.009 +- 0.007 at 60, SetCoverage -0.14 +- 0.15): not adopted there.
 WARM_FINALISTS = 1
+FULL_FINALISTS = 3
 
 
 def _restarts_of_fit(n_restarts, warm, n_told):

@@ -68,8 +68,9 @@ _REFINE_OPTIONS = dict(_LBFGSB_OPTIONS, maxiter=25)
 # test above.  Measured on ModLap fits with the BO priors (NAS-like, Func2C, Func3C, Ackley5C; N = 30, 100,
 # 200; 2 seeds: 24 fits of 11 starts) the raced optimum equalled the best of all starts run to convergence
 # (< 0.001 nats) in 23 cases and was 1.05 nats lower in one, for 40-55 % fewer likelihood evaluations
-# (docs/benchmarks/suggestion.md, "Racing the GP restarts").  It is not the default: in a 200-evaluation BO run on Func3C
-# (seed 4) the raced fits left the search stuck at 0.0 where full fits reach the optimum −0.7221.
+# (docs/benchmarks/suggestion.md, "Racing the GP restarts").  The regressor runs every start to convergence unless
+# asked; the BO loop races its fits on the spaces where it considers AdditiveFM (fastfm.bo.surrogate: WARM_FINALISTS,
+# FULL_FINALISTS, and the measurements beside them).
 _SCREEN_MAXITER = 10
 
 # Restarts run in parallel threads (the kernel backends and LAPACK release the GIL, fastfm._parallel) when a
