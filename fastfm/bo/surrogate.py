@@ -18,8 +18,8 @@ from ..gp.selection import loo_difference, select_by_loo
 from ..kernels import Kernel, make_kernel
 
 __all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_FINALISTS", "FULL_REFIT_GROWTH",
-           "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS", "RIVAL_WARM_STANDARD_ERRORS",
-           "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
+           "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS",
+           "RIVAL_WARM_STANDARD_ERRORS", "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW"]
 
 _FM_KERNEL_NAMES = ("modlap", "modlap_additive", "moddif", "modnn", "fm", "prodlap", "addlap", "proddif", "adddif")
 # kernels built by name with unit_diagonal=True (FMKernel and its subclasses)
@@ -229,7 +229,7 @@ FULL_REFIT_GROWTH = 1.25
 # too, 2026-12-05): the defaults' lead on the seeds they were chosen on.  On 40 fresh seeds (1000-1039) racing was
 # level (Func2C +0.003 +- 0.009, Func3C -0.033 +- 0.029, Ackley5C -0.030 +- 0.058 at 60; SVM and XGBoost on 10
 # fresh seeds level too), for 8-18 % less suggestion time over a 60-evaluation run (docs/benchmarks/suggestion.md,
-# "Racing the GP restarts").
+# "Racing the full refits, on fresh seeds").
 # Only on the spaces where kernel="auto" considers AdditiveFM (_admits_additive: fewer than ADDITIVE_MAX_DIMS
 # columns, a discrete variable, no Set), where it was measured: on MaxSATWeighted (60 binary variables, 61
 # hyperparameters, 10 seeds at 100 evaluations) racing the warm refits lost -0.9801 +- 0.0021 -> -0.9744 +- 0.0017,
