@@ -5,13 +5,13 @@
         --at 15,20,25,30,40,50
     PYTHONPATH=. python asv_benchmarks/peers/combination_acquisition_probe.py merged --seeds 1000:1080 [--original]
 
-``grid``: a default ``fastfm.Optimizer`` run (one thread) of the problem, whose real parameters are "x1" and "x2" (Func2C,
-Func3C).  At each told count of ``--at`` the fitted model's acquisition (log-EI, the suggestion's own) is evaluated on
-a ``--grid`` × ``--grid`` grid of (x1, x2) for every combination of the nominal values, before the run's own
-suggestion, which is then told as in the run.  One line per count: the suggestion's combination and acquisition,
-the grid maximum of the optimum's combination, and the four combinations of highest grid maximum.  A combination
-whose grid maximum is above the suggestion's value would mean the acquisition search missed it; the optimum's
-combination far below the suggestion means the model rates it poorly.
+``grid``: a default ``fastfm.Optimizer`` run (one thread) of the problem, whose real parameters are "x1" and "x2"
+(Func2C, Func3C). At each told count of ``--at`` the fitted model's acquisition (log-EI, the suggestion's own) is
+evaluated on a ``--grid`` × ``--grid`` grid of (x1, x2) for every combination of the nominal values, before the
+run's own suggestion, which is then told as in the run. One line per count: the suggestion's combination and
+acquisition, the grid maximum of the optimum's combination, and the four combinations of highest grid maximum. A
+combination whose grid maximum is above the suggestion's value would mean the acquisition search missed it; the
+optimum's combination far below the suggestion means the model rates it poorly.
 
 ``merged``: the oracle of that diagnosis.  Func2C with h2's three Beale values merged into one (h2 selects R, S or
 B; the same optimum), the default ``fastfm.Optimizer`` loop for 60 evaluations per seed (``--original``: Func2C

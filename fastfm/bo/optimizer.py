@@ -230,7 +230,10 @@ class Optimizer(_Surrogate, _TrialRecords):
         fewer than ADDITIVE_MAX_DIMS columns with a discrete variable and no Set also
         ``AdditiveFM`` ("modlap_additive"); each full refit keeps AdditiveFM unless ModLap predicts
         the told values left out better by more than KERNEL_CHOICE_STANDARD_ERRORS standard errors
-        (``fastfm.gp.selection``), and ``last_suggestion_info["kernel"]`` names the one kept.
+        (``fastfm.gp.selection``), and ``last_suggestion_info["kernel"]`` names the one kept.  There
+        each full refit also groups the values of a nominal parameter (3-8 values, a space without
+        conditions) that the data say act alike (``fastfm.bo.value_groups``), and the model treats a
+        group's values as near-equal until the next full refit (``last_suggestion_info["value_groups"]``).
     n_init : int, default 10
         Initial points (asked, pending ones included) before the model is used.
     initial_design : {"stratified", "random"}, default "stratified"
@@ -602,6 +605,11 @@ class Optimizer(_Surrogate, _TrialRecords):
             self.last_suggestion_info["kernel"] = self._fit_record["kernel"]
         if "transform" in self._fit_record:
             self.last_suggestion_info["y_transform"] = gp.y_transform_
+        if self._fit_record.get("groups"):     # the values the model treats as alike (fastfm.bo.value_groups)
+            choices = {p.name: p.choices for p in self.space.discrete_params if hasattr(p, "choices")}
+            self.last_suggestion_info["value_groups"] = {
+                name: [[choices[name][v] for v in group] for group in partition if len(group) > 1]
+                for name, partition in self._fit_record["groups"].items()}
         return result.x
 
 

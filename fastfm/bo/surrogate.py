@@ -16,6 +16,7 @@ from ..gp._data import resolve_y_transform
 from ..gp.priors import default_hyperparameter_prior, dimension_scaled_hyperparameter_prior
 from ..gp.selection import loo_difference, select_by_loo
 from ..kernels import Kernel, make_kernel
+from . import value_groups
 
 __all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_FINALISTS", "FULL_REFIT_GROWTH",
            "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS",
@@ -88,14 +89,20 @@ class _Surrogate:
             rival = None if self._fit_record is None else self._fit_record.get("rival")
             if rival is not None:
                 record["rival_start" if full else "rival"] = rival
+        if self._learns_value_groups():     # journals written before: no key, no groups on replay
+            previous = {} if self._fit_record is None else self._fit_record.get("groups", {})
+            record["groups"] = {} if full else previous
         if self._chooses_y_transform():    # the transforms this fit may use (journals written before: no key)
             kept = self.log_transform_y if self._fit_record is None else self._fit_record.get("transform", "auto")
             if self.n_told >= Y_TRANSFORM_CHOICE_BELOW:
                 record["transforms"] = ["auto"]
             else:
                 record["transforms"] = [kept] + ([t for t in Y_TRANSFORM_CANDIDATES if t != kept] if full else [])
+        # the last fit's kernel object is the warm start of the fit of its own kernel, unless it holds groups of
+        # values that this full refit learns anew (it then starts from the same values on the plain graphs)
+        warm_kernel = None if self._gp is None or (full and self._fit_record.get("groups")) else self._gp.kernel_
         try:
-            gp = self._fit(record, self._gp.kernel_ if self._gp is not None else None)
+            gp = self._fit(record, warm_kernel)
         except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
             warnings.warn(f"fastfm: GP fit failed ({type(exc).__name__}: {exc}); suggesting a random point",
                           ModelFitWarning, stacklevel=5)
@@ -109,6 +116,48 @@ class _Surrogate:
         """Whether each full fit chooses the transform of y (log_transform_y="auto", not overridden in gp_options)."""
         return (isinstance(self.log_transform_y, str) and self.log_transform_y == "auto"
                 and "log_transform_y" not in self.gp_options)
+
+    def _learns_value_groups(self):
+        """Whether the full refits learn groups of nominal values (``value_groups``): kernel="auto" on the spaces
+        where it considers AdditiveFM, with a nominal parameter of value_groups.MIN_VALUES-MAX_VALUES values."""
+        return (set(self._kernels) == {"modlap", "modlap_additive"}     # kernel="auto" where it considers both
+                and bool(value_groups.grouped_parameters(self.space)))
+
+    def _candidate_kernel(self, name, groups):
+        """Candidate kernel ``name``, on the graphs of ``groups`` (``value_groups.grouped_space``) when given."""
+        if not groups:
+            return self._kernels[name]
+        key = (name, repr(groups))
+        cache = self.__dict__.setdefault("_grouped_kernels", {})
+        if key not in cache:
+            options = {"unit_diagonal": True} if name in _UNIT_DIAGONAL_KERNELS else {}
+            cache[key] = make_kernel(name, value_groups.grouped_space(self.space, groups), backend=self.backend,
+                                     **options)
+        return cache[key]
+
+    def _learn_value_groups(self, name, gp, record, X, y):
+        """At a full refit: the chosen fit ``gp`` of kernel ``name``, or its refit on the groups of nominal values
+        that ``value_groups.learn_value_groups`` finds (kept in ``record["groups"]``)."""
+        from ..gp import GaussianProcessRegressor
+
+        values = _kernel_values(gp.kernel_)
+
+        def refit(kernel):
+            options = {"n_restarts": min(self.n_restarts, WARM_RESTARTS), "n_finalists": WARM_FINALISTS,
+                       "noise": gp.noise_, "log_transform_y": gp.log_transform_y, **self.gp_options}
+            if self.hyperparameter_prior is not None:
+                options["theta_prior"] = self.hyperparameter_prior(kernel)
+            grouped = GaussianProcessRegressor(kernel, random_state=record["seed"], **options)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)   # jitter notices: expected at times in BO
+                grouped.fit(X, y)
+            return grouped
+
+        groups, grouped = value_groups.learn_value_groups(
+            self.space, gp, X, y, lambda groups: _with_kernel_values(self._candidate_kernel(name, groups), values),
+            refit)
+        record["groups"] = groups
+        return gp if grouped is None else grouped
 
     def _fit(self, record, warm_kernel=None):
         """The GP of a fit record: the one candidate kernel, or with several (kernel="auto") the one fitted since
@@ -138,6 +187,8 @@ class _Surrogate:
                 if len(gps) > 1 else next(iter(gps)))
         if len(self._kernels) > 1:
             record["kernel"] = name
+        if full and "groups" in record:
+            gps[name] = self._learn_value_groups(name, gps[name], record, X, y)
         if len(gps) > 1:
             record.pop("rival", None)
             if name == "modlap_additive" and "modlap" in gps:
@@ -167,7 +218,10 @@ class _Surrogate:
         # process made it, else the same values restored from the journal, bit for bit); with several
         # candidates only the previous fit's own kernel starts there
         warm = record["warm"] if record.get("warm_kernel", name) == name else None
-        kernel = self._kernels[name]
+        # a warm refit keeps the groups of values of the last full refit; a full refit fits every candidate on the
+        # plain graphs and learns its groups after them (record["groups"] holds what it learned)
+        full = _is_full_fit(record["warm"] is not None, record["n_told"])
+        kernel = self._candidate_kernel(name, None if full else record.get("groups"))
         if warm is not None:
             kernel = warm_kernel if warm_kernel is not None else _with_kernel_values(kernel, warm[0])
         options = {"n_restarts": record.get("n_restarts", self.n_restarts),
