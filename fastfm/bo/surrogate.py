@@ -137,25 +137,14 @@ class _Surrogate:
 
     def _learn_value_groups(self, name, gp, record, X, y):
         """At a full refit: the chosen fit ``gp`` of kernel ``name``, or its refit on the groups of nominal values
-        that ``value_groups.learn_value_groups`` finds (kept in ``record["groups"]``)."""
-        from ..gp import GaussianProcessRegressor
-
-        values = _kernel_values(gp.kernel_)
-
-        def refit(kernel):
-            options = {"n_restarts": min(self.n_restarts, WARM_RESTARTS), "n_finalists": WARM_FINALISTS,
-                       "noise": gp.noise_, "log_transform_y": gp.log_transform_y, **self.gp_options}
-            if self.hyperparameter_prior is not None:
-                options["theta_prior"] = self.hyperparameter_prior(kernel)
-            grouped = GaussianProcessRegressor(kernel, random_state=record["seed"], **options)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)   # jitter notices: expected at times in BO
-                grouped.fit(X, y)
-            return grouped
-
+        that ``value_groups.learn_value_groups`` finds (kept in ``record["groups"]``), run from ``gp``'s optimum as a
+        warm refit is (``_fit_kernel``'s ``rival`` start)."""
+        optimum = {"params": _kernel_values(gp.kernel_), "noise": gp.noise_}
         groups, grouped = value_groups.learn_value_groups(
-            self.space, gp, X, y, lambda groups: _with_kernel_values(self._candidate_kernel(name, groups), values),
-            refit)
+            self.space, gp,
+            lambda groups: _with_kernel_values(self._candidate_kernel(name, groups), optimum["params"]),
+            lambda groups: self._fit_kernel(name, record, None, X, y, gp.log_transform_y, rival=optimum,
+                                            groups=groups))
         record["groups"] = groups
         return gp if grouped is None else grouped
 
@@ -207,11 +196,12 @@ class _Surrogate:
         record["transform"] = select_by_loo(fits, y)
         return fits[record["transform"]]
 
-    def _fit_kernel(self, name, record, warm_kernel, X, y, log_transform_y=None, start=None, rival=None):
+    def _fit_kernel(self, name, record, warm_kernel, X, y, log_transform_y=None, start=None, rival=None, groups=None):
         """The GP with candidate kernel ``name`` fitted to (X, y) as ``record`` says (y through
         ``log_transform_y``, by default the optimizer's option), or, given ``start`` (a fitted GP) or ``rival``
         (a record's {"params", "noise"} of this kernel), from that optimum with the restarts and racing of a warm
-        refit."""
+        refit; on the graphs of ``groups`` of nominal values when given (``value_groups``; default: the record's at a
+        warm refit, none at a full one)."""
         from ..gp import GaussianProcessRegressor
 
         # warm start: the previous fit's hyperparameters are the first restart (its kernel object when this
@@ -219,9 +209,11 @@ class _Surrogate:
         # candidates only the previous fit's own kernel starts there
         warm = record["warm"] if record.get("warm_kernel", name) == name else None
         # a warm refit keeps the groups of values of the last full refit; a full refit fits every candidate on the
-        # plain graphs and learns its groups after them (record["groups"] holds what it learned)
-        full = _is_full_fit(record["warm"] is not None, record["n_told"])
-        kernel = self._candidate_kernel(name, None if full else record.get("groups"))
+        # plain graphs and learns its groups after them (record["groups"] holds what it learned), then refits the
+        # chosen kernel on them (``groups``)
+        if groups is None and not _is_full_fit(record["warm"] is not None, record["n_told"]):
+            groups = record.get("groups")
+        kernel = self._candidate_kernel(name, groups)
         if warm is not None:
             kernel = warm_kernel if warm_kernel is not None else _with_kernel_values(kernel, warm[0])
         options = {"n_restarts": record.get("n_restarts", self.n_restarts),

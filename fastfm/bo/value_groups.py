@@ -67,17 +67,16 @@ def grouped_space(space, groups):
     return Space(parameters)
 
 
-def learn_value_groups(space, gp, X, y, build_kernel, refit):
+def learn_value_groups(space, gp, build_kernel, refit):
     """(groups, the refitted GP) or ({}, None): the greedy merges of the module docstring.
 
     Parameters
     ----------
     space : Space
     gp : the chosen fit (a fitted ``GaussianProcessRegressor``)
-    X, y : its training data (y as told: the GP's own ``log_transform_y`` transforms it)
     build_kernel : callable (groups) -> a kernel of the chosen kind on ``grouped_space(space, groups)`` holding
         the chosen fit's hyperparameter values
-    refit : callable (kernel) -> that kernel fitted to (X, y) from its values, as a warm refit
+    refit : callable (groups) -> that kernel fitted to the chosen fit's data from those values, as a warm refit
     """
     from ..gp.solvers.cholesky import ExactSolver
 
@@ -113,7 +112,7 @@ def learn_value_groups(space, gp, X, y, build_kernel, refit):
     groups = _merged_only(partitions)
     if not groups:
         return {}, None
-    grouped = refit(build_kernel(groups))
+    grouped = refit(groups)
     ahead, standard_error = loo_difference(grouped, gp)
     if not ahead > LOO_STANDARD_ERRORS * standard_error:
         return {}, None

@@ -26,7 +26,7 @@ def _objective(effect_b):
 
 
 def _groups_after_random_points(objective, seed, n=36):
-    """The record's groups of the full refit at ``n`` told random points (``n`` is on the schedule)."""
+    """The optimizer after the ask of the full refit at ``n`` told random points (``n`` is on the schedule)."""
     assert _is_full_refit(n)
     opt = ff.Optimizer(SPACE, seed=seed, n_restarts=3, n_init=n)
     for _ in range(n):
