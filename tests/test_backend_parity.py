@@ -510,6 +510,102 @@ def test_grad_reduction_sum_is_the_parts_reductions(cpp, any_space, modulation, 
     assert_close(actual, reference, scale=np.concatenate(scales))
 
 
+def _scalings(states, n, seed):
+    """Unit-diagonal row weights w (N,) and log-weight derivatives G (N, P_k) for parts 0 and 2 (parts 1 and 3
+    unscaled): random, so the binding's arithmetic is checked whatever a kernel's tables give."""
+    rng = np.random.default_rng(seed)
+    return [(rng.uniform(0.5, 1.5, n), rng.standard_normal((n, D.shape[1]))) if k % 2 == 0 else None
+            for k, D in enumerate(states)]
+
+
+def test_gram_sum_scales_the_weighted_parts(cpp, any_space, modulation):
+    """fm_gram_sum with weights: a weighted part is w_a K_ab w_b (numpy's K * w[:, None] * w[None, :], bit for
+    bit), its diagonal the scaled one, its scaled Gram returned (None for the others), the sum in order bit for bit;
+    the NumPy reference to rounding; in place into ``out``."""
+    if any_space.n_discrete == 0:
+        pytest.skip("parts need a discrete variable")
+    C, lengthscales, states, spectra, alphas, betas, variances = args = _part_sum(any_space, 31, seed=70)
+    scalings = _scalings(states, 31, seed=71)
+    weights = [None if s is None else s[0] for s in scalings]
+    K, diagonals, part_grams = cpp.fm_gram_sum(*args, modulation, weights=weights)
+    ends = np.cumsum([D.shape[1] for D in states])
+    parts = []
+    for k, (D, a, b) in enumerate(zip(states, np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+        part = cpp.fm_gram(np.ascontiguousarray(C / lengthscales[k]), D, None, None, spectra[k], a, b, variances[k],
+                           modulation)
+        if weights[k] is not None:
+            part = part * weights[k][:, None]
+            part *= weights[k][None, :]
+            np.testing.assert_array_equal(part_grams[k], part)
+        else:
+            assert part_grams[k] is None
+        parts.append(part)
+    expected = parts[0].copy()
+    for part in parts[1:]:
+        expected += part
+    np.testing.assert_array_equal(K, expected)
+    np.testing.assert_array_equal(diagonals, np.array([part.diagonal() for part in parts]))
+    reference, reference_diagonals, reference_grams = numpy_backend.fm_gram_sum(*args, modulation, weights=weights)
+    assert_close(K, reference)
+    assert_close(diagonals, reference_diagonals)
+    assert_close(part_grams[0], reference_grams[0])
+    assert not np.shares_memory(K, part_grams[0])          # K is summed into; the part's Gram is kept
+    out = np.full_like(K, 0.25)
+    again = cpp.fm_gram_sum(*args, modulation, out=out, weights=weights)[0]
+    assert np.shares_memory(again, out)
+    np.testing.assert_allclose(out, 0.25 + K, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_grad_reduction_sum_differentiates_the_scaled_parts(cpp, any_space, modulation, symmetric):
+    """fm_grad_reduction_sum with scalings: a scaled part's sums are the unscaled reduction of W ∘ wwᵀ (bit for
+    bit) plus, in its β block, Σ_ab W_ab K̃_ab (G_a + G_b); the NumPy reference within rounding; the others as
+    without scalings, bit for bit (the gradient of a likelihood through them against finite differences:
+    tests/kernels/test_additive.py)."""
+    if any_space.n_discrete == 0:
+        pytest.skip("parts need a discrete variable")
+    n = 29
+    C, lengthscales, states, spectra, alphas, betas, variances = args = _part_sum(any_space, n, seed=72)
+    A = np.random.default_rng(73).standard_normal((n, n))
+    W = A + A.T if symmetric else A
+    np.fill_diagonal(W, 0.0)
+    scalings = _scalings(states, n, seed=74)
+    weights = [None if s is None else s[0] for s in scalings]
+    _, _, part_grams = cpp.fm_gram_sum(*args, modulation, weights=weights)
+    full = [None if s is None else (s[0], s[1], part_grams[k]) for k, s in enumerate(scalings)]
+    actual = cpp.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances, modulation,
+                                       symmetric, scalings=full)
+    ends = np.cumsum([D.shape[1] for D in states])
+    pieces = []
+    for k, (D, a, b) in enumerate(zip(states, np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+        C_k = np.ascontiguousarray(C / lengthscales[k])
+        weights_k = W
+        if full[k] is not None:
+            w = full[k][0]
+            weights_k = W * w[:, None]
+            weights_k *= w[None, :]
+        g = cpp.fm_grad_reduction(C_k, D, weights_k, spectra[k], a, b, variances[k], modulation, symmetric)
+        g_beta = g[2]
+        if full[k] is not None:
+            g_beta = g_beta + np.einsum("ab,ab->a", W + W.T, full[k][2]) @ full[k][1]
+        pieces += [g[0], g[1], g_beta, [g[3]]]
+    expected = np.concatenate(pieces)
+    np.testing.assert_allclose(actual, expected, rtol=1e-11, atol=1e-11 * np.max(np.abs(expected)))
+    # the unscaled parts' sums, and a scaled part's outside its β block, bit for bit
+    start = 0
+    for k in range(len(states)):
+        stop = start + sum(len(np.atleast_1d(piece)) for piece in pieces[4 * k:4 * k + 4])
+        exact = np.concatenate(pieces[4 * k:4 * k + 4]) if full[k] is None else np.concatenate(pieces[4 * k:4 * k + 2])
+        np.testing.assert_array_equal(actual[start:start + len(exact)], exact)
+        start = stop
+    reference = numpy_backend.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances,
+                                                    modulation, symmetric, scalings=full)
+    np.testing.assert_allclose(actual, reference, rtol=1e-9, atol=1e-9 * np.max(np.abs(reference)))
+    with pytest.raises(ValueError, match=r"scalings\[0\]\[1\] \(G\)"):
+        cpp.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances, modulation,
+                                  symmetric, scalings=[(full[0][0], full[0][1][:, :0], full[0][2])] + full[1:])
+
+
 def test_cross_gradient_sum_is_the_parts_cross_gradients(cpp, any_space, modulation):
     """fm_cross_gradient_sum: per part fm_cross_gradient on C1 / lengthscales[k] and C2 / lengthscales[k], its dK
     divided by the lengthscales, summed in order bit for bit; the NumPy reference to rounding; in place."""

@@ -303,94 +303,6 @@ py::array_t<double> in_place_output(const py::object& out_obj, const char* name,
     return py::reinterpret_borrow<py::array_t<double>>(raw);
 }
 
-// Σ_k K_k (N × N), added part by part in order into `out` (or into a new array, part 0 written there): the
-// same sums, in the same order, as the parts' Grams added by numpy.  Returns (K, diagonals (n_parts, N)).
-py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
-                      const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
-                      const py::object& variances_obj, int kind, const py::object& coefficients, double exponent,
-                      int num_threads, const py::object& out_obj) {
-    const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
-                                     variances_obj, kind, coefficients, exponent);
-    const py::ssize_t N = s.N;
-    const bool fresh = out_obj.is_none();
-    py::array_t<double> K = fresh ? py::array_t<double>({N, N}) : in_place_output(out_obj, "out", {N, N});
-    py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
-    {
-        py::gil_scoped_release release;
-        double* k_out = K.mutable_data();
-        double* diag = diagonals.mutable_data();
-        const std::size_t n = static_cast<std::size_t>(N), dc = static_cast<std::size_t>(s.Dc);
-        std::unique_ptr<double[]> scratch;   // every entry is written before it is read: no zero fill
-        for (std::size_t k = 0; k < s.n_parts; ++k) {
-            const bool direct = fresh && k == 0;
-            if (!direct && !scratch) scratch.reset(new double[n * n]);
-            double* target = direct ? k_out : scratch.get();
-            const std::vector<double> C = s.scaled(k);
-            const fastfm::FMPlan<double> plan = s.plan(k, true);
-            const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
-                                                                       s.tables[k]->n_variables());
-            fastfm::GramProblem<double> pb;
-            pb.plan = &plan;
-            pb.rows_continuous = C.data();
-            pb.rows_states = s.states[k].data();
-            pb.cols = &cols;
-            pb.n_rows = n;
-            pb.symmetric = true;
-            pb.K = target;
-            fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
-            for (std::size_t a = 0; a < n; ++a) diag[k * n + a] = target[a * n + a];
-            if (!direct)
-                for (std::size_t i = 0; i < n * n; ++i) k_out[i] += scratch[i];
-        }
-    }
-    return py::make_tuple(K, diagonals);
-}
-
-// Every part's Σ_ab W_ab ∂K_ab/∂log ψ, concatenated: per part [log θ (Dc) | log α (P_k) | log β (P_k) |
-// log σ²], the layout of fm_grad_reduction's four outputs.
-py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::object& lengthscales_obj,
-                                          const py::list& states_obj, const py::object& W_obj,
-                                          const py::list& tables_obj, const py::object& alphas_obj,
-                                          const py::object& betas_obj, const py::object& variances_obj, int kind,
-                                          const py::object& coefficients, double exponent, int num_threads,
-                                          bool symmetric_weights) {
-    const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
-                                     variances_obj, kind, coefficients, exponent);
-    const py::ssize_t N = s.N;
-    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
-    const std::size_t dc = static_cast<std::size_t>(s.Dc), n = static_cast<std::size_t>(N);
-    std::size_t size = 0;
-    for (std::size_t k = 0; k < s.n_parts; ++k) size += dc + 2 * s.tables[k]->n_variables() + 1;
-    py::array_t<double> out(static_cast<py::ssize_t>(size));
-    {
-        py::gil_scoped_release release;
-        double* flat = out.mutable_data();
-        for (std::size_t k = 0; k < s.n_parts; ++k) {
-            const std::vector<double> C = s.scaled(k);
-            // the continuant (tridiagonal) path gives F only; the reduction needs ∂F too (symmetric_reduction)
-            const fastfm::FMPlan<double> plan = s.plan(k, false);
-            const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
-                                                                       s.tables[k]->n_variables());
-            fastfm::ReductionProblem<double> pb;
-            pb.plan = &plan;
-            pb.rows_continuous = C.data();
-            pb.rows_states = s.states[k].data();
-            pb.cols = &cols;
-            pb.N = n;
-            pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
-            pb.fused_kernel = &fastfm_dispatch::complete_reduction_fused_f64;
-            pb.W = W.data();
-            pb.symmetric_weights = symmetric_weights;
-            const std::vector<double> sums =
-                fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
-            const std::size_t count = dc + 2 * s.tables[k]->n_variables() + 1;
-            for (std::size_t i = 0; i < count; ++i) flat[i] = sums[i];
-            flat += count;
-        }
-    }
-    return out;
-}
-
 // A part's unit-diagonal weights (FMKernel._unit_weights) on the rows and on the columns: `weights` None (no part
 // is scaled) or a list with one entry per part, None (not scaled) or a float array of shape (n,).
 std::vector<DoubleArray> part_weights(const py::object& weights_obj, const char* name, std::size_t n_parts,
@@ -405,6 +317,183 @@ std::vector<DoubleArray> part_weights(const py::object& weights_obj, const char*
         if (weights[k].is_none()) continue;
         const std::string entry = std::string(name) + "[" + std::to_string(k) + "]";
         out[k] = float_array(weights[k], entry.c_str(), {n}, "(" + std::to_string(n) + ",)");
+    }
+    return out;
+}
+
+// Which parts a per-part list (None, or one entry per part, None or an array) gives an array for.
+std::vector<bool> given_parts(const py::object& list_obj, std::size_t n_parts) {
+    std::vector<bool> given(n_parts, false);
+    if (list_obj.is_none()) return given;
+    const py::list entries = list_obj.cast<py::list>();
+    for (std::size_t k = 0; k < n_parts && k < py::len(entries); ++k) given[k] = !entries[k].is_none();
+    return given;
+}
+
+// Σ_k K_k (N × N), added part by part in order into `out` (or into a new array, part 0 written there): the
+// same sums, in the same order, as the parts' Grams added by numpy.  Returns (K, diagonals (n_parts, N)).  With
+// `weights` (one entry per part, None or its unit-diagonal row weights w, shape (N,)), part k with weights is
+// w_a K_k,ab w_b (numpy's K * w[:, None] * w[None, :], the same products in the same order) and the call returns
+// (K, diagonals, part_grams): part_grams[k] that scaled Gram (a new N × N array) where part k has weights, else
+// None, for fm_grad_reduction_sum's β share; its diagonal is the scaled one.
+py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
+                      const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
+                      const py::object& variances_obj, int kind, const py::object& coefficients, double exponent,
+                      int num_threads, const py::object& out_obj, const py::object& weights_obj) {
+    const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
+                                     variances_obj, kind, coefficients, exponent);
+    const py::ssize_t N = s.N;
+    const std::vector<DoubleArray> weights = part_weights(weights_obj, "weights", s.n_parts, N);
+    const std::vector<bool> has_weights = given_parts(weights_obj, s.n_parts);
+    const bool fresh = out_obj.is_none();
+    py::array_t<double> K = fresh ? py::array_t<double>({N, N}) : in_place_output(out_obj, "out", {N, N});
+    py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
+    std::vector<py::array_t<double>> part_grams(s.n_parts);   // allocated here, with the GIL held
+    for (std::size_t k = 0; k < s.n_parts; ++k)
+        if (has_weights[k]) part_grams[k] = py::array_t<double>({N, N});
+    {
+        py::gil_scoped_release release;
+        double* k_out = K.mutable_data();
+        double* diag = diagonals.mutable_data();
+        const std::size_t n = static_cast<std::size_t>(N), dc = static_cast<std::size_t>(s.Dc);
+        std::unique_ptr<double[]> scratch;   // every entry is written before it is read: no zero fill
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            const bool weighted = has_weights[k];
+            const bool direct = fresh && k == 0 && !weighted;
+            if (!direct && !weighted && !scratch) scratch.reset(new double[n * n]);
+            double* target = weighted ? part_grams[k].mutable_data() : direct ? k_out : scratch.get();
+            const std::vector<double> C = s.scaled(k);
+            const fastfm::FMPlan<double> plan = s.plan(k, true);
+            const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
+                                                                       s.tables[k]->n_variables());
+            fastfm::GramProblem<double> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = C.data();
+            pb.rows_states = s.states[k].data();
+            pb.cols = &cols;
+            pb.n_rows = n;
+            pb.symmetric = true;
+            pb.K = target;
+            fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+            if (weighted) {
+                const double* w = weights[k].data();
+                for (std::size_t a = 0; a < n; ++a)
+                    for (std::size_t b = 0; b < n; ++b) target[a * n + b] = target[a * n + b] * w[a] * w[b];
+            }
+            for (std::size_t a = 0; a < n; ++a) diag[k * n + a] = target[a * n + a];
+            if (fresh && k == 0 && weighted)
+                std::copy(target, target + n * n, k_out);
+            else if (!direct)
+                for (std::size_t i = 0; i < n * n; ++i) k_out[i] += target[i];
+        }
+    }
+    if (weights_obj.is_none()) return py::make_tuple(K, diagonals);
+    py::list grams;
+    for (std::size_t k = 0; k < s.n_parts; ++k) {
+        if (has_weights[k]) grams.append(part_grams[k]);
+        else grams.append(py::none());
+    }
+    return py::make_tuple(K, diagonals, grams);
+}
+
+// Every part's Σ_ab W_ab ∂K_ab/∂log ψ, concatenated: per part [log θ (Dc) | log α (P_k) | log β (P_k) |
+// log σ²], the layout of fm_grad_reduction's four outputs.
+//
+// `scalings` (None, or one entry per part, None or a tuple (w (N,), G (N, P_k), K̃ (N, N))): part k with a
+// scaling is the unit-diagonal kernel K̃_ab = w_a K_ab w_b (fm_gram_sum's part_grams[k]) whose row weights move with
+// β, G_ap = ∂log w_a/∂log β_p.  Its sums are those of K̃: the backend's with the weights W_ab w_a w_b (numpy's
+// W * w[:, None] * w[None, :]), plus the weights' own share in the β block, Σ_ab W_ab K̃_ab (G_ap + G_bp)
+// (fm._unit_diagonal_reduction, the reference backend's definition).
+py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::object& lengthscales_obj,
+                                          const py::list& states_obj, const py::object& W_obj,
+                                          const py::list& tables_obj, const py::object& alphas_obj,
+                                          const py::object& betas_obj, const py::object& variances_obj, int kind,
+                                          const py::object& coefficients, double exponent, int num_threads,
+                                          bool symmetric_weights, const py::object& scalings_obj) {
+    const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
+                                     variances_obj, kind, coefficients, exponent);
+    const py::ssize_t N = s.N;
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    const std::size_t dc = static_cast<std::size_t>(s.Dc), n = static_cast<std::size_t>(N);
+    const std::vector<bool> scaled = given_parts(scalings_obj, s.n_parts);
+    if (!scalings_obj.is_none() && py::len(scalings_obj) != s.n_parts)
+        throw py::value_error("scalings must hold one entry per part (" + std::to_string(s.n_parts) +
+                              "), None or (w, G, K), got " + std::to_string(py::len(scalings_obj)));
+    std::vector<DoubleArray> row_weights(s.n_parts), log_derivatives(s.n_parts), part_grams(s.n_parts);
+    for (std::size_t k = 0; k < s.n_parts; ++k) {
+        if (!scaled[k]) continue;
+        const std::string entry = "scalings[" + std::to_string(k) + "]";
+        const py::tuple scaling = scalings_obj.cast<py::list>()[k].cast<py::tuple>();
+        if (py::len(scaling) != 3)
+            throw py::value_error(entry + " must be a tuple (w, G, K), got " + std::to_string(py::len(scaling)) +
+                                  " entries");
+        const auto P = static_cast<py::ssize_t>(s.tables[k]->n_variables());
+        const std::string n_text = std::to_string(N);
+        row_weights[k] = float_array(scaling[0], (entry + "[0] (w)").c_str(), {N}, "(" + n_text + ",)");
+        log_derivatives[k] = float_array(scaling[1], (entry + "[1] (G)").c_str(), {N, P},
+                                         "(" + n_text + ", " + std::to_string(P) + ")");
+        part_grams[k] = float_array(scaling[2], (entry + "[2] (K)").c_str(), {N, N},
+                                    "(" + n_text + ", " + n_text + ")");
+    }
+    std::size_t size = 0;
+    for (std::size_t k = 0; k < s.n_parts; ++k) size += dc + 2 * s.tables[k]->n_variables() + 1;
+    py::array_t<double> out(static_cast<py::ssize_t>(size));
+    {
+        py::gil_scoped_release release;
+        double* flat = out.mutable_data();
+        std::unique_ptr<double[]> scaled_weights;   // W ∘ wwᵀ of a part with a scaling
+        std::vector<double> per_point(n);
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            const std::size_t P = s.tables[k]->n_variables();
+            const double* weights = W.data();
+            if (scaled[k]) {
+                if (!scaled_weights) scaled_weights.reset(new double[n * n]);
+                const double* w = row_weights[k].data();
+                for (std::size_t a = 0; a < n; ++a)
+                    for (std::size_t b = 0; b < n; ++b)
+                        scaled_weights[a * n + b] = W.data()[a * n + b] * w[a] * w[b];
+                weights = scaled_weights.get();
+            }
+            const std::vector<double> C = s.scaled(k);
+            // the continuant (tridiagonal) path gives F only; the reduction needs ∂F too (symmetric_reduction)
+            const fastfm::FMPlan<double> plan = s.plan(k, false);
+            const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc, P);
+            fastfm::ReductionProblem<double> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = C.data();
+            pb.rows_states = s.states[k].data();
+            pb.cols = &cols;
+            pb.N = n;
+            pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
+            pb.fused_kernel = &fastfm_dispatch::complete_reduction_fused_f64;
+            pb.W = weights;
+            pb.symmetric_weights = symmetric_weights;
+            const std::vector<double> sums =
+                fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
+            const std::size_t count = dc + 2 * P + 1;
+            for (std::size_t i = 0; i < count; ++i) flat[i] = sums[i];
+            if (scaled[k]) {
+                // Σ_ab W_ab K̃_ab (G_a + G_b) = Σ_a G_a r_a with r_a = Σ_b (W_ab + W_ba) K̃_ab (2 Σ_b W_ab K̃_ab when W
+                // is symmetric)
+                const double* Wd = W.data();
+                const double* Kt = part_grams[k].data();
+                for (std::size_t a = 0; a < n; ++a) {
+                    double r = 0.0;
+                    if (symmetric_weights) {
+                        for (std::size_t b = 0; b < n; ++b) r += Wd[a * n + b] * Kt[a * n + b];
+                        r *= 2.0;
+                    } else {
+                        for (std::size_t b = 0; b < n; ++b) r += (Wd[a * n + b] + Wd[b * n + a]) * Kt[a * n + b];
+                    }
+                    per_point[a] = r;
+                }
+                const double* G = log_derivatives[k].data();
+                double* beta = flat + dc + P;
+                for (std::size_t a = 0; a < n; ++a)
+                    for (std::size_t p = 0; p < P; ++p) beta[p] += per_point[a] * G[a * P + p];
+            }
+            flat += count;
+        }
     }
     return out;
 }
@@ -521,13 +610,18 @@ void bind_fm(py::module_& m) {
     m.def("fm_gram_sum", &fm_gram_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"), py::arg("tables"),
           py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"), py::arg("coefficients"),
           py::arg("exponent"), py::arg("num_threads") = 0, py::arg("out") = py::none(),
+          py::arg("weights") = py::none(),
           "(K (N, N), diagonals (n_parts, N)): the sum of FM Grams of parts on the same points, part k on C / "
-          "lengthscales[k] and states[k] (tables[k]), added in order into out (in place) or a new array.");
+          "lengthscales[k] and states[k] (tables[k]), added in order into out (in place) or a new array.  With "
+          "weights (per part None or its unit-diagonal row weights w (N,)), a weighted part is w_a K_ab w_b and the "
+          "call returns (K, diagonals, part_grams): each weighted part's scaled Gram (None for the others).");
     m.def("fm_grad_reduction_sum", &fm_grad_reduction_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"),
           py::arg("W"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
-          py::arg("symmetric_weights") = false,
-          "Per part of fm_gram_sum, [g_lengthscale (Dc) | g_alpha (P_k) | g_beta (P_k) | g_variance], concatenated.");
+          py::arg("symmetric_weights") = false, py::arg("scalings") = py::none(),
+          "Per part of fm_gram_sum, [g_lengthscale (Dc) | g_alpha (P_k) | g_beta (P_k) | g_variance], concatenated; "
+          "a part with a scaling (w (N,), G = dlog w/dlog beta (N, P_k), its scaled Gram (N, N)) is differentiated "
+          "as w_a K_ab w_b, its row weights' share included in the beta block.");
     m.def("fm_cross_gradient_sum", &fm_cross_gradient_sum, py::arg("C1"), py::arg("states1"), py::arg("C2"),
           py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
           py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),

@@ -20,26 +20,56 @@ def _parts(C, lengthscales, states, spectra_list, alphas, betas, variances):
 
 
 def sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances, modulation,
-                      out=None):
+                      out=None, weights=None):
     """(Σ_k K_k, diagonals (n_parts, N)) with ``fm_gram`` per part, added in order into ``out`` (in place) when
-    given, else into part 0's Gram."""
-    K, diagonals = out, []
-    for C_k, D, spectra, alphas_k, betas_k, variance in _parts(C, lengthscales, states, spectra_list, alphas, betas,
-                                                               variances):
+    given, else into part 0's Gram.
+
+    ``weights``: per part None or its unit-diagonal row weights w (N,): such a part is K̃_k = w_a K_k,ab w_b (its
+    diagonal the scaled one), and the result is (K, diagonals, part_grams), part_grams[k] = K̃_k (a new array) or
+    None, which ``concatenated_part_reductions`` reads for the weights' β share."""
+    K, diagonals, part_grams = out, [], []
+    for k, (C_k, D, spectra, alphas_k, betas_k, variance) in enumerate(
+            _parts(C, lengthscales, states, spectra_list, alphas, betas, variances)):
         part = fm_gram(C_k, D, None, None, spectra, alphas_k, betas_k, variance, modulation)
+        w = None if weights is None else weights[k]
+        if w is not None:
+            w = np.asarray(w, dtype=np.float64)
+            part = part * w[:, None]
+            part *= w[None, :]
+        part_grams.append(None if w is None else part)
         diagonals.append(part.diagonal().copy())
-        K = part if K is None else np.add(K, part, out=K)
-    return K, np.array(diagonals)
+        if K is None:
+            K = part if w is None else part.copy()
+        else:
+            np.add(K, part, out=K)
+    if weights is None:
+        return K, np.array(diagonals)
+    return K, np.array(diagonals), part_grams
 
 
 def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas, betas,
-                                 variances, modulation, symmetric_weights=False):
-    """Per part, ``fm_grad_reduction``'s (g_lengthscale, g_alpha, g_beta, g_variance), all in one vector."""
+                                 variances, modulation, symmetric_weights=False, scalings=None):
+    """Per part, ``fm_grad_reduction``'s (g_lengthscale, g_alpha, g_beta, g_variance), all in one vector.
+
+    ``scalings``: per part None or (w, G, K̃): the part is the unit-diagonal kernel K̃_ab = w_a K_ab w_b
+    (``sum_of_part_grams``' part_grams[k]) whose weights move with β, G_ap = ∂log w_a/∂log β_p.  Its sums are
+    Σ_ab W_ab ∂K̃_ab/∂log ψ: the backend's with the weights W ∘ wwᵀ, and in the β block the weights' own share
+    Σ_ab W_ab K̃_ab (G_ap + G_bp) (``fm._unit_diagonal_reduction`` with K̃ = wwᵀ ∘ K)."""
     pieces = []
-    for C_k, D, spectra, alphas_k, betas_k, variance in _parts(C, lengthscales, states, spectra_list, alphas, betas,
-                                                               variances):
-        g_lengthscale, g_alpha, g_beta, g_variance = fm_grad_reduction(C_k, D, W, spectra, alphas_k, betas_k,
+    for k, (C_k, D, spectra, alphas_k, betas_k, variance) in enumerate(
+            _parts(C, lengthscales, states, spectra_list, alphas, betas, variances)):
+        scaling = None if scalings is None else scalings[k]
+        weights = W
+        if scaling is not None:
+            w = np.asarray(scaling[0], dtype=np.float64)
+            weights = W * w[:, None]
+            weights *= w[None, :]
+        g_lengthscale, g_alpha, g_beta, g_variance = fm_grad_reduction(C_k, D, weights, spectra, alphas_k, betas_k,
                                                                        variance, modulation, symmetric_weights)
+        if scaling is not None:
+            G, K_scaled = np.asarray(scaling[1], dtype=np.float64), np.asarray(scaling[2], dtype=np.float64)
+            per_point = np.einsum("ab,ab->a", W + W.T, K_scaled)
+            g_beta = np.asarray(g_beta) + per_point @ G
         pieces += [g_lengthscale, g_alpha, g_beta, [g_variance]]
     return np.concatenate(pieces)
 

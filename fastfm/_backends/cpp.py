@@ -112,23 +112,26 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     return _cpp.fm_gram(C1, D1, C2, D2, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))
 
 
-def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None):
+def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None):
     """(Σ_k K_k, the parts' diagonals (n_parts, N)): the Grams of FM kernels on the same points, part k on
     C / lengthscales[k] and its own discrete columns ``states[k]`` and ``spectra_list[k]``, with its slice of the
-    concatenated ``alphas`` and ``betas`` and ``variances[k]``; added in order into ``out`` (in place) if given."""
+    concatenated ``alphas`` and ``betas`` and ``variances[k]``; added in order into ``out`` (in place) if given.
+    ``weights``: per part None or its unit-diagonal row weights w (N,); a weighted part is w_a K_ab w_b, and the
+    call returns (K, diagonals, part_grams), each weighted part's scaled Gram (None for the others)."""
     n_pairs = len(C) * (len(C) + 1) // 2
     return _cpp.fm_gram_sum(C, lengthscales, states, [_tables(spectra) for spectra in spectra_list], alphas, betas,
                             variances, *_modulation_arguments(modulation), _threads(spectra_list, n_pairs),
-                            out)
+                            out, weights)
 
 
 def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
-                          symmetric_weights=False):
+                          symmetric_weights=False, scalings=None):
     """Per part of ``fm_gram_sum``, ``fm_grad_reduction``'s [g_lengthscale | g_alpha | g_beta | g_variance],
-    concatenated into one vector."""
+    concatenated into one vector; a part with a scaling ``scalings[k]`` = (w, G = ∂log w/∂log β (N, P_k), its scaled
+    Gram from ``fm_gram_sum``) is differentiated as w_a K_ab w_b, its weights' share in its β block."""
     return _cpp.fm_grad_reduction_sum(C, lengthscales, states, W, [_tables(spectra) for spectra in spectra_list],
                                       alphas, betas, variances, *_modulation_arguments(modulation),
-                                      _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights))
+                                      _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights), scalings)
 
 
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,

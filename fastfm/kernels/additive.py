@@ -31,8 +31,8 @@ from ..exceptions import SpaceDefinitionError
 from ..space import Graph, Space
 from ._space_kernel import ALPHA_BOUNDS, BETA_BOUNDS, LENGTHSCALE_BOUNDS, VARIANCE_BOUNDS, SpaceKernel
 from .base import _combine_into_first, _KernelLikelihoodTerms
-from .fm import (ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place, _part_normaliser, _PlainPartSum,
-                 _row_weight_values, _UnitDiagonalRows)
+from .fm import (_SHARE_CACHE_ENTRIES, ModDif, ModLap, NormaliserLayout, _diagonal_zeroed_in_place,
+                 _part_normaliser, _PartSum, _row_weight_values, _UnitDiagonalRows)
 from .sets import SubspaceKernel
 
 __all__ = ["AdditiveFM"]
@@ -284,20 +284,24 @@ class _AdditiveLikelihoodTerms:
         # per part, where its β sit in the parts' concatenated variables (the product's P, then one per term)
         counts = [part.n_discrete for part in self.parts]
         self._variables = np.split(np.arange(sum(counts)), np.cumsum(counts)[:-1])
-        # the plain parts (no unit-diagonal scaling: mostly the nominal terms) in one call of the backend
-        # (fm._PlainPartSum), the others part by part; the Gram adds the plain parts' sum where the first of
-        # them stands, so that K is summed in the parts' order wherever they come first (the product on a
-        # nominal space; after an integer's scaled parts on XGBoost)
-        plain = [k for k, part in enumerate(self.parts) if part.plain]
-        if not plain or not _PlainPartSum.shares_points([self.parts[k] for k in plain]):
-            plain = []
-        self._plain = (_PlainPartSum([self.parts[k] for k in plain], [self.selections[k] for k in plain],
-                                     [self._variables[k] for k in plain]) if plain else None)
-        self._plain_selection = (np.concatenate([self.selections[k] for k in plain]) if plain
+        # the parts with every hyperparameter free, plain (no unit-diagonal scaling: mostly the nominal terms) or
+        # scaled (an ordinal's or an integer's path, a grouped nominal's weighted graph), in one call of the backend
+        # (fm._PartSum), the others part by part; the Gram adds their sum where the first of them stands, so that K
+        # is summed in the parts' order wherever they come first.  A scaled part keeps its N × N Gram for the
+        # gradient: in the call up to _SHARE_CACHE_ENTRIES entries (N ≤ 724), above it on its own path, whose blocks
+        # keep the likelihood at one N × N array
+        small = len(X) ** 2 <= _SHARE_CACHE_ENTRIES
+        fused = [k for k, part in enumerate(self.parts) if part.plain or (part.scaled and part.all_free and small)]
+        if not fused or not _PartSum.shares_points([self.parts[k] for k in fused]):
+            fused = []
+        self._fused = (_PartSum([self.parts[k] for k in fused], [self.selections[k] for k in fused],
+                                [self._variables[k] for k in fused]) if fused else None)
+        self._fused_parts = fused
+        self._fused_selection = (np.concatenate([self.selections[k] for k in fused]) if fused
                                  else np.zeros(0, dtype=np.int64))
-        self._other_parts = [k for k in range(len(self.parts)) if k not in plain]
-        self._gram_order = sorted(self._other_parts + plain[:1])   # plain[0]: the plain parts' sum
-        self._plain_first = plain[0] if plain else None
+        self._other_parts = [k for k in range(len(self.parts)) if k not in fused]
+        self._gram_order = sorted(self._other_parts + fused[:1])   # fused[0]: the fused parts' sum
+        self._fused_first = fused[0] if fused else None
         self._beta_positions = np.concatenate([part.betas_of(selection)
                                                for part, selection in zip(self.parts, self.selections)])
         # the unit-diagonal scalings of the parts on graphs with unequal degrees (an ordinal's path), in one pass
@@ -316,8 +320,8 @@ class _AdditiveLikelihoodTerms:
                     self._unit_rows.at(self._modulation, betas, derivatives if self._shared_groups else None))
         K = None
         for k in self._gram_order:
-            if k == self._plain_first:
-                K = self._plain.gram(values, c, dlog_c, K)
+            if k == self._fused_first:
+                K = self._fused.gram(values, c, dlog_c, K, [scalings[j] for j in self._fused_parts])
                 continue
             part, selection, variables = self.parts[k], self.selections[k], self._variables[k]
             K_part = part.gram_at(part.arguments_at(values[selection], _part_normaliser(c, variables),
@@ -330,8 +334,8 @@ class _AdditiveLikelihoodTerms:
             gradient = np.zeros(self._n_theta)
             for k in self._other_parts:
                 gradient[self.selections[k]] = self.parts[k].reduction_without_diagonal(W_off, w_diag)
-            if self._plain is not None:
-                gradient[self._plain_selection] = self._plain.reduction(W_off, w_diag)
+            if self._fused is not None:
+                gradient[self._fused_selection] = self._fused.reduction(W_off, w_diag)
             return gradient
 
 

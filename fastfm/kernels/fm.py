@@ -120,16 +120,21 @@ def _part_normaliser(c, variables):
     return c[variables[0]] if len(variables) == 1 else float(np.exp(np.sum(np.log(c[variables]))))
 
 
-class _PlainPartSum:
-    """The Gram and the gradient reduction of several ``plain`` ``_FMLikelihoodTerms`` (every graph
-    vertex-transitive, every hyperparameter free) that are parts of one sum on the same points, AdditiveFM's,
-    through the backend's ``fm_gram_sum`` and ``fm_grad_reduction_sum``: one call each for all of them.
+class _PartSum:
+    """The Gram and the gradient reduction of several ``_FMLikelihoodTerms`` that are parts of one sum on the same
+    points (AdditiveFM's), every hyperparameter free, through the backend's ``fm_gram_sum`` and
+    ``fm_grad_reduction_sum``: one call each for all of them.  A part is ``plain`` (every graph vertex-transitive)
+    or ``scaled`` (a unit-diagonal scaling: an ordinal's or an integer's path, a grouped nominal's weighted complete
+    graph), whose row weights w and ∂log w/∂log β (``_UnitDiagonalRows``) the calls take: the Gram scales the
+    part's K by wwᵀ and keeps it, the reduction reads it for the weights' β share (``_unit_diagonal_reduction``'s
+    definition), so a scaled part holds an N × N array (the caller sums them only up to _SHARE_CACHE_ENTRIES).
 
     Part by part, each part's arguments, call and bookkeeping were ~12 µs of Python and call overhead around
     ~20 µs of compiled work at 100 points, four to five parts per likelihood evaluation on the HPO problems
-    (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call"); the reduction's assembly was one
-    vectorised pass already ("Assembling AdditiveFM's gradient in one pass").  The parts' Grams are added in
-    their order, each as the part's own call computes it, so K is the parts' sum bit for bit.
+    (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call"); a scaled part's own path, its scaling and
+    W ∘ wwᵀ in NumPy, cost ~60 µs more per evaluation ("AdditiveFM's scaled parts in the likelihood's call").  The
+    parts' Grams are added in their order, each as the part's own path computes it, so K is the parts' sum bit for
+    bit; a scaled part's β gradient differs from its own path's in the rounding of the share's sums.
 
     ``selections[k]``: part k's [θ | α | β | σ²] as indices into the composite kernel's hyperparameter values;
     ``variables[k]``: its variables' indices into the normaliser factors c (``NormaliserLayout.factors``)."""
@@ -140,6 +145,7 @@ class _PlainPartSum:
         self.C, self.modulation = first.C, first.modulation
         self.states = [part.D for part in self.parts]
         self.spectra = [part.spectra for part in self.parts]
+        self.scaled = [part.scaled for part in self.parts]
         self._gram_sum = backend_function(first.backend, "fm_gram_sum")
         self._reduction_sum = backend_function(first.backend, "fm_grad_reduction_sum")
         Dc = first.n_continuous
@@ -169,8 +175,9 @@ class _PlainPartSum:
         return all(part.backend is first.backend and part.modulation == first.modulation
                    and part.device is None and np.array_equal(part.C, first.C) for part in parts)
 
-    def gram(self, values, c, dlog_c, out=None):
-        """Σ_k K_k at the composite kernel's hyperparameter ``values``, added into ``out`` when given."""
+    def gram(self, values, c, dlog_c, out=None, scalings=None):
+        """Σ_k K_k at the composite kernel's hyperparameter ``values``, added into ``out`` when given;
+        ``scalings[k]``: the scaled parts' (w, ∂log w/∂log β) (``_UnitDiagonalRows.at``), None for the others."""
         normalisers = c[self._first_variable]
         for k, variables in self._several:
             normalisers[k] = _part_normaliser(c, variables)
@@ -179,21 +186,30 @@ class _PlainPartSum:
         variances = values[self._variance_index] / normalisers
         writable = (out is None or (isinstance(out, np.ndarray) and out.dtype == np.float64
                                     and out.flags.c_contiguous and out.flags.writeable))
-        K, diagonals = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas, variances,
-                                      self.modulation, out if writable else None)
+        target = out if writable else None
+        kept = None
+        if any(self.scaled):
+            K, diagonals, grams = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas,
+                                                 variances, self.modulation, target,
+                                                 [None if s is None else s[0] for s in scalings])
+            kept = [None if s is None else (s[0], s[1], K_k) for s, K_k in zip(scalings, grams)]
+        else:
+            K, diagonals = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas, variances,
+                                          self.modulation, target)
         if not writable:
             K = out + K
-        self._at = (lengthscales, alphas, betas, variances, dlog_c[self._dlog_index], diagonals)
+        self._at = (lengthscales, alphas, betas, variances, dlog_c[self._dlog_index], diagonals, kept)
         return K
 
     def reduction(self, W_off, w_diag):
         """The parts' vectors [log θ | log α | log β | log σ²], concatenated, at the last ``gram`` (W_off: W with
-        a zero diagonal).  Each is the backend's sums with the normaliser's share moved from the variance to β
-        (``_fm_reduction_vector``) and the a = b pairs' share Σ_a W_aa K_aa added to the variance
-        (``_add_zero_distance_share`` with no tables)."""
-        lengthscales, alphas, betas, variances, dlog, diagonals = self._at
+        a zero diagonal).  Each is the backend's sums (a scaled part's with its weights' β share) with the
+        normaliser's share moved from the variance to β (``_fm_reduction_vector``) and the a = b pairs' share
+        Σ_a W_aa K_aa added to the variance (``_add_zero_distance_share`` with no tables: a plain part's e_p are 0, a
+        scaled part's diagonal is its variance at every β)."""
+        lengthscales, alphas, betas, variances, dlog, diagonals, kept = self._at
         flat = self._reduction_sum(self.C, lengthscales, self.states, W_off, self.spectra, alphas, betas, variances,
-                                   self.modulation, True)
+                                   self.modulation, True, *([kept] if kept is not None else []))
         flat[self._flat_beta] -= dlog * flat[self._flat_variance][self._beta_owner]
         flat[self._flat_variance] += np.sum(w_diag * diagonals, axis=1)
         return flat
@@ -788,8 +804,9 @@ class _FMLikelihoodTerms:
         # zero-distance β tables (looked up once here, not at every θ)
         self._has_deviations = _zero_distance_layout(space.packed_spectra, space.graphs).has_deviations
         self.scaled = self.unit_diagonal and self._has_deviations
-        # the reduction is the backend's sums alone, assembled (_PlainPartSum does it for several kernels at once)
-        self.plain = not self._has_deviations and bool(np.all(self.mask))
+        # the reduction is the backend's sums alone, assembled (_PartSum does it for several kernels at once)
+        self.all_free = bool(np.all(self.mask))
+        self.plain = not self._has_deviations and self.all_free
         self._normalisers = _normaliser_layout(space.packed_spectra)
         # its _UnitDiagonalRows and whether they share the normalisers' groups, built when first needed (AdditiveFM
         # scales its parts itself and hands gram_at their scalings)

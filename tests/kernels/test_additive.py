@@ -8,6 +8,7 @@ import pytest
 import fastfm as ff
 from fastfm import kernels as fk
 from fastfm.gp.priors import DEFAULT_LOG_PRIORS, default_hyperparameter_prior
+from fastfm.kernels import additive
 from fastfm.kernels.fm import _part_normaliser
 
 
@@ -96,7 +97,7 @@ def test_likelihood_terms_with_a_fixed_hyperparameter_take_the_generic_path(mixe
 
 def _own_grams(terms, theta, parts):
     """The Grams of ``parts`` (indices into terms.parts) through each part's own call at θ, as the Gram took them
-    part by part before fm._PlainPartSum."""
+    part by part before fm._PartSum."""
     values = np.exp(theta)
     c, dlog_c = terms._normalisers.factors(terms._modulation, values[terms._beta_positions])
     grams = []
@@ -108,37 +109,79 @@ def _own_grams(terms, theta, parts):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "cpp"])
-def test_the_plain_parts_in_one_call_are_each_parts_own(mixed_space, backend):
-    """The terms of the nominal variables (vertex-transitive graphs: no unit-diagonal scaling) take one call of the
-    backend (fm._PlainPartSum: fm_gram_sum, fm_grad_reduction_sum); the product and the integer's term (a path
-    graph: scaled) part by part.  The call gives the plain parts' Grams summed and each one's gradient vector bit
-    for bit, and the whole Gram and gradient equal the parts' in order."""
+def test_the_parts_in_one_call_are_each_parts_own(mixed_space, backend, monkeypatch):
+    """Every part, plain (the nominal terms: vertex-transitive graphs) or scaled (the product and the integer's term:
+    a path graph, a unit-diagonal scaling), takes one call of the backend (fm._PartSum: fm_gram_sum,
+    fm_grad_reduction_sum).  The call gives the parts' Grams, each as its own path scales it, summed in order bit
+    for bit; each plain part's gradient vector bit for bit and each scaled part's within the rounding of its
+    weights' β share; the whole Gram and gradient equal the parts' in order.  Above _SHARE_CACHE_ENTRIES the scaled
+    parts go their own path (they would hold an N × N Gram each) and the plain ones stay in the call."""
     if backend not in ff.available_backends():
         pytest.skip("the C++ extension is not built")
     X = mixed_space.sample_encoded(25, seed=8)
     kernel = fk.AdditiveFM(mixed_space, backend=backend)
     terms = kernel._likelihood_terms(X)
     assert [part.plain for part in terms.parts] == [False, True, False, True]   # product, a, i, b
-    assert terms._gram_order == [0, 1, 2] and terms._plain_first == 1          # the plain sum where "a" stands
+    assert [part.scaled for part in terms.parts] == [True, False, True, False]
+    assert terms._fused_parts == [0, 1, 2, 3] and terms._gram_order == [0]
     rng = np.random.default_rng(9)
     for _ in range(3):
         theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
         K = terms.gram(theta)
-        values = np.exp(theta)
-        c, dlog_c = terms._normalisers.factors(terms._modulation, values[terms._beta_positions])
-        own_a, own_b = _own_grams(terms, theta, [1, 3])
-        np.testing.assert_array_equal(terms._plain.gram(values, c, dlog_c), own_a + own_b)
+        own = _own_grams(terms, theta, range(4))
+        np.testing.assert_array_equal(K, own[0] + own[1] + own[2] + own[3])
         np.testing.assert_allclose(K, kernel.clone_with_theta(theta)(X), rtol=1e-13)
         terms.gram(theta)
         W = rng.normal(size=(25, 25))
         W = W + W.T
         W_off, w_diag = W.copy(), W.diagonal().copy()
         np.fill_diagonal(W_off, 0.0)
+        fused = terms._fused.reduction(W_off, w_diag)
         _own_grams(terms, theta, range(4))                       # every part's own state at θ
         own = [part.reduction_without_diagonal(W_off.copy(), w_diag) for part in terms.parts]
-        np.testing.assert_array_equal(terms._plain.reduction(W_off, w_diag), np.concatenate([own[1], own[3]]))
+        ends = np.cumsum([len(vector) for vector in own])
+        for k, piece in enumerate(np.split(fused, ends[:-1])):
+            if terms.parts[k].plain:
+                np.testing.assert_array_equal(piece, own[k])
+            else:
+                np.testing.assert_allclose(piece, own[k], rtol=1e-12, atol=1e-13 * np.abs(own[k]).max())
         expected = kernel._chain(own)
+        terms.gram(theta)
         np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
+    monkeypatch.setattr(additive, "_SHARE_CACHE_ENTRIES", 24 ** 2)
+    terms = kernel._likelihood_terms(X)
+    assert terms._fused_parts == [1, 3] and terms._gram_order == [0, 1, 2]    # the plain sum where "a" stands
+    theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
+    own = _own_grams(terms, theta, range(4))
+    np.testing.assert_array_equal(terms.gram(theta), own[0] + own[1] + own[3] + own[2])
+    expected = kernel.clone_with_theta(theta).gradient_reduction(X, W)
+    np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-11, atol=1e-12 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_the_one_call_gradient_against_finite_differences(backend):
+    """Σ_ab W_ab ∂K_ab/∂θ of the likelihood terms (every part in one call: an integer's path and a nominal's
+    grouped, weighted complete graph are scaled parts) against central differences of Σ W ∘ K(θ)."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    space = ff.Space([ff.Real("x", -1.0, 1.0), ff.Integer("i", 0, 4),
+                      ff.Graph("g", 5, [(u, v) for u in range(5) for v in range(u + 1, 5)],
+                               weights=[10.0 if u < 2 and v < 2 else 1.0 for u in range(5) for v in range(u + 1, 5)]),
+                      ff.Categorical("a", list("abc"))])
+    X = space.sample_encoded(30, seed=11)
+    kernel = fk.AdditiveFM(space, backend=backend)
+    terms = kernel._likelihood_terms(X)
+    assert terms._fused_parts == [0, 1, 2, 3] and sum(part.scaled for part in terms.parts) == 3
+    rng = np.random.default_rng(12)
+    W = rng.normal(size=(30, 30))
+    W = W + W.T
+    theta = kernel.theta + rng.uniform(-0.5, 0.5, kernel.n_theta)
+    terms.gram(theta)
+    gradient = terms.reduction(W)
+    step = 1e-6
+    numeric = np.array([(np.sum(W * terms.gram(theta + step * e)) - np.sum(W * terms.gram(theta - step * e)))
+                        / (2 * step) for e in np.eye(kernel.n_theta)])
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-6 * np.abs(numeric).max())
 
 
 def _components_own_input_gradient(kernel, X1, X):
