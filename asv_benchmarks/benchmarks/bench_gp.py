@@ -163,10 +163,11 @@ class LikelihoodWeights:
 class AdditiveLikelihood:
     """One log marginal likelihood with its gradient of AdditiveFM (the kernel kernel="auto" keeps on the HPO and
     the paper's problems) at a BO fit's sizes, on SVM's space (three nominal and three continuous variables:
-    every part plain, one call of the backend for all of them since fm_gram_sum) and XGBoost's (an integer too:
-    its scaled parts part by part)."""
+    every part plain, one call of the backend for all of them since fm_gram_sum), XGBoost's (an integer too: its
+    scaled parts part by part, in the same call since 2026-12-05) and Func3C's with groups of nominal values
+    (fastfm.bo.value_groups: two weighted complete graphs, so the product and two terms scaled)."""
 
-    params = (["svm", "xgboost"], [30, 100])
+    params = (["svm", "xgboost", "func3c_grouped"], [30, 100])
     param_names = ["problem", "N"]
 
     def setup(self, problem, n):
@@ -174,8 +175,12 @@ class AdditiveLikelihood:
 
         import numpy as np
         from fastfm.benchmarks import get_problem
+        from fastfm.bo.value_groups import grouped_space
         from fastfm.kernels import make_kernel
-        space = get_problem(problem).space
+        if problem == "func3c_grouped":
+            space = grouped_space(get_problem("func3c").space, {"h2": [[0], [1], [2, 3, 4]], "h3": [[0], [1], [2, 3]]})
+        else:
+            space = get_problem(problem).space
         rng = np.random.default_rng(0)
         X = space.sample_encoded(n, rng)
         self.kernel = make_kernel("modlap_additive", space)
