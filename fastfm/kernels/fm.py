@@ -132,9 +132,10 @@ class _PartSum:
     Part by part, each part's arguments, call and bookkeeping were ~12 µs of Python and call overhead around
     ~20 µs of compiled work at 100 points, four to five parts per likelihood evaluation on the HPO problems
     (docs/benchmarks/suggestion.md, "AdditiveFM's parts in one call"); a scaled part's own path, its scaling and
-    W ∘ wwᵀ in NumPy, cost ~60 µs more per evaluation ("AdditiveFM's scaled parts in the likelihood's call").  The
-    parts' Grams are added in their order, each as the part's own path computes it, so K is the parts' sum bit for
-    bit; a scaled part's β gradient differs from its own path's in the rounding of the share's sums.
+    W ∘ wwᵀ in NumPy, cost ~50 µs more per part and evaluation at 100 points ("AdditiveFM's scaled parts in the
+    likelihood's call").  The parts' Grams are added in their order, each as the part's own path computes it, so
+    K is the parts' sum bit for bit; a scaled part's β gradient differs from its own path's in the rounding of the
+    share's sums.
 
     ``selections[k]``: part k's [θ | α | β | σ²] as indices into the composite kernel's hyperparameter values;
     ``variables[k]``: its variables' indices into the normaliser factors c (``NormaliserLayout.factors``)."""
