@@ -55,7 +55,7 @@ def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, 
     (``sum_of_part_grams``' part_grams[k]) whose weights move with β, G_ap = ∂log w_a/∂log β_p.  Its sums are
     Σ_ab W_ab ∂K̃_ab/∂log ψ: the backend's with the weights W ∘ wwᵀ, and in the β block the weights' own share
     Σ_ab W_ab K̃_ab (G_ap + G_bp) (``fm._unit_diagonal_reduction`` with K̃ = wwᵀ ∘ K)."""
-    pieces = []
+    pieces, W_both = [], None          # W + Wᵀ, formed once for the scaled parts' shares
     for k, (C_k, D, spectra, alphas_k, betas_k, variance) in enumerate(
             _parts(C, lengthscales, states, spectra_list, alphas, betas, variances)):
         scaling = None if scalings is None else scalings[k]
@@ -68,7 +68,8 @@ def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, 
                                                                        variance, modulation, symmetric_weights)
         if scaling is not None:
             G, K_scaled = np.asarray(scaling[1], dtype=np.float64), np.asarray(scaling[2], dtype=np.float64)
-            per_point = np.einsum("ab,ab->a", W + W.T, K_scaled)
+            W_both = W + W.T if W_both is None else W_both
+            per_point = np.einsum("ab,ab->a", W_both, K_scaled)
             g_beta = np.asarray(g_beta) + per_point @ G
         pieces += [g_lengthscale, g_alpha, g_beta, [g_variance]]
     return np.concatenate(pieces)

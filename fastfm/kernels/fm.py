@@ -187,16 +187,12 @@ class _PartSum:
         variances = values[self._variance_index] / normalisers
         writable = (out is None or (isinstance(out, np.ndarray) and out.dtype == np.float64
                                     and out.flags.c_contiguous and out.flags.writeable))
-        target = out if writable else None
-        kept = None
-        if any(self.scaled):
-            K, diagonals, grams = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas,
-                                                 variances, self.modulation, target,
-                                                 [None if s is None else s[0] for s in scalings])
-            kept = [None if s is None else (s[0], s[1], K_k) for s, K_k in zip(scalings, grams)]
-        else:
-            K, diagonals = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas, variances,
-                                          self.modulation, target)
+        weights = [None if s is None else s[0] for s in scalings] if any(self.scaled) else None
+        # with weights the backend also returns each scaled part's Gram, which the reduction reads
+        K, diagonals, *grams = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas,
+                                              variances, self.modulation, out if writable else None, weights)
+        kept = None if weights is None else [None if s is None else (s[0], s[1], K_k)
+                                             for s, K_k in zip(scalings, grams[0])]
         if not writable:
             K = out + K
         self._at = (lengthscales, alphas, betas, variances, dlog_c[self._dlog_index], diagonals, kept)
@@ -210,7 +206,7 @@ class _PartSum:
         scaled part's diagonal is its variance at every β)."""
         lengthscales, alphas, betas, variances, dlog, diagonals, kept = self._at
         flat = self._reduction_sum(self.C, lengthscales, self.states, W_off, self.spectra, alphas, betas, variances,
-                                   self.modulation, True, *([kept] if kept is not None else []))
+                                   self.modulation, True, kept)
         flat[self._flat_beta] -= dlog * flat[self._flat_variance][self._beta_owner]
         flat[self._flat_variance] += np.sum(w_diag * diagonals, axis=1)
         return flat
