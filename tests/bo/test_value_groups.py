@@ -154,3 +154,14 @@ def test_a_full_refit_with_groups_is_rebuilt_from_its_record(tmp_path):
     assert record["groups"] == opt._fit_record["groups"]
     np.testing.assert_array_equal(rebuilt.kernel_.theta, opt._gp.kernel_.theta)
     assert rebuilt.noise_ == opt._gp.noise_
+
+
+def test_a_partition_has_one_graph():
+    """A greedy pass rebuilds the space per candidate: each partition's Graph (and its Laplacian spectrum) is made
+    once, with the group's edges at EDGE_WEIGHT."""
+    first = value_groups.grouped_space(SPACE, {"a": [[0, 2], [1]], "b": [[0], [1], [2, 3, 4]]})
+    again = value_groups.grouped_space(SPACE, {"a": [[0, 2], [1]], "b": [[0, 1], [2, 3, 4]]})
+    assert first["a"] is again["a"]
+    assert first["b"] is not again["b"]
+    weights = dict(zip(first["a"].edges, first["a"].weights))
+    assert weights == {(0, 1): 1.0, (0, 2): value_groups.EDGE_WEIGHT, (1, 2): 1.0}
