@@ -685,6 +685,18 @@ def test_part_sums_name_a_bad_argument(cpp):
             cpp.fm_gram_sum(**{**good, **change})
         with pytest.raises(ValueError, match=message):
             cpp.fm_grad_reduction_sum(W=np.eye(12), **{**good, **change})
+    # the per-part lists: one entry per part, each None or the part's value
+    n_parts = len(states)
+    with pytest.raises(ValueError,
+                       match=rf"weights must hold one entry per part \({n_parts}\), None or an array, got 1"):
+        cpp.fm_gram_sum(**good, weights=[None])
+    with pytest.raises(ValueError, match=r"weights\[1\] must have shape \(12,\)"):
+        cpp.fm_gram_sum(**good, weights=[None, np.ones(11)] + [None] * (n_parts - 2))
+    with pytest.raises(ValueError, match=rf"scalings must hold one entry per part \({n_parts}\), None or \(w, G, K\)"):
+        cpp.fm_grad_reduction_sum(W=np.eye(12), **good, scalings=[None] * (n_parts + 1))
+    with pytest.raises(ValueError, match=r"scalings\[0\] must be a tuple \(w, G, K\), got 2 entries"):
+        cpp.fm_grad_reduction_sum(W=np.eye(12), **good,
+                                  scalings=[(np.ones(12), np.ones((12, 1)))] + [None] * (n_parts - 1))
     read_only = np.zeros((12, 12))
     read_only.flags.writeable = False
     for out in (np.zeros((12, 12), dtype=np.float32), np.zeros((12, 11)), np.asfortranarray(np.ones((12, 12))),

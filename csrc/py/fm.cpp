@@ -303,31 +303,32 @@ py::array_t<double> in_place_output(const py::object& out_obj, const char* name,
     return py::reinterpret_borrow<py::array_t<double>>(raw);
 }
 
-// A part's unit-diagonal weights (FMKernel._unit_weights) on the rows and on the columns: `weights` None (no part
-// is scaled) or a list with one entry per part, None (not scaled) or a float array of shape (n,).
-std::vector<DoubleArray> part_weights(const py::object& weights_obj, const char* name, std::size_t n_parts,
-                                      py::ssize_t n) {
-    std::vector<DoubleArray> out(n_parts);
-    if (weights_obj.is_none()) return out;
-    const py::list weights = weights_obj.cast<py::list>();
-    if (py::len(weights) != n_parts)
+// The entries of a per-part argument: `list_obj` None (every part's entry None) or a list with one entry per part,
+// each None or the part's value (`what` names the accepted entries in the error for a list of another length).
+std::vector<py::object> part_entries(const py::object& list_obj, const char* name, std::size_t n_parts,
+                                     const char* what) {
+    std::vector<py::object> entries(n_parts, py::none());
+    if (list_obj.is_none()) return entries;
+    const py::list list = list_obj.cast<py::list>();
+    if (py::len(list) != n_parts)
         throw py::value_error(std::string(name) + " must hold one entry per part (" + std::to_string(n_parts) +
-                              "), None or an array, got " + std::to_string(py::len(weights)));
-    for (std::size_t k = 0; k < n_parts; ++k) {
-        if (weights[k].is_none()) continue;
-        const std::string entry = std::string(name) + "[" + std::to_string(k) + "]";
-        out[k] = float_array(weights[k], entry.c_str(), {n}, "(" + std::to_string(n) + ",)");
-    }
-    return out;
+                              "), " + what + ", got " + std::to_string(py::len(list)));
+    for (std::size_t k = 0; k < n_parts; ++k) entries[k] = list[k];
+    return entries;
 }
 
-// Which parts a per-part list (None, or one entry per part, None or an array) gives an array for.
-std::vector<bool> given_parts(const py::object& list_obj, std::size_t n_parts) {
-    std::vector<bool> given(n_parts, false);
-    if (list_obj.is_none()) return given;
-    const py::list entries = list_obj.cast<py::list>();
-    for (std::size_t k = 0; k < n_parts && k < py::len(entries); ++k) given[k] = !entries[k].is_none();
-    return given;
+// The parts' unit-diagonal weights (FMKernel._unit_weights) on the rows or on the columns, from the entries of
+// a `weights` argument (part_entries: None, not scaled, or a float array of shape (n,)); a part without weights
+// gets an empty array.
+std::vector<DoubleArray> part_weights(const std::vector<py::object>& entries, const char* name, py::ssize_t n) {
+    const std::size_t n_parts = entries.size();
+    std::vector<DoubleArray> out(n_parts);
+    for (std::size_t k = 0; k < n_parts; ++k) {
+        if (entries[k].is_none()) continue;
+        const std::string entry = std::string(name) + "[" + std::to_string(k) + "]";
+        out[k] = float_array(entries[k], entry.c_str(), {n}, "(" + std::to_string(n) + ",)");
+    }
+    return out;
 }
 
 // Σ_k K_k (N × N), added part by part in order into `out` (or into a new array, part 0 written there): the
@@ -343,8 +344,10 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
     const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N;
-    const std::vector<DoubleArray> weights = part_weights(weights_obj, "weights", s.n_parts, N);
-    const std::vector<bool> has_weights = given_parts(weights_obj, s.n_parts);
+    const std::vector<py::object> weight_entries = part_entries(weights_obj, "weights", s.n_parts, "None or an array");
+    const std::vector<DoubleArray> weights = part_weights(weight_entries, "weights", N);
+    std::vector<bool> has_weights(s.n_parts);
+    for (std::size_t k = 0; k < s.n_parts; ++k) has_weights[k] = !weight_entries[k].is_none();
     const bool fresh = out_obj.is_none();
     py::array_t<double> K = fresh ? py::array_t<double>({N, N}) : in_place_output(out_obj, "out", {N, N});
     py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
@@ -415,15 +418,14 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
     const py::ssize_t N = s.N;
     DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
     const std::size_t dc = static_cast<std::size_t>(s.Dc), n = static_cast<std::size_t>(N);
-    const std::vector<bool> scaled = given_parts(scalings_obj, s.n_parts);
-    if (!scalings_obj.is_none() && py::len(scalings_obj) != s.n_parts)
-        throw py::value_error("scalings must hold one entry per part (" + std::to_string(s.n_parts) +
-                              "), None or (w, G, K), got " + std::to_string(py::len(scalings_obj)));
+    const std::vector<py::object> scalings = part_entries(scalings_obj, "scalings", s.n_parts, "None or (w, G, K)");
+    std::vector<bool> scaled(s.n_parts);
     std::vector<DoubleArray> row_weights(s.n_parts), log_derivatives(s.n_parts), part_grams(s.n_parts);
     for (std::size_t k = 0; k < s.n_parts; ++k) {
+        scaled[k] = !scalings[k].is_none();
         if (!scaled[k]) continue;
         const std::string entry = "scalings[" + std::to_string(k) + "]";
-        const py::tuple scaling = scalings_obj.cast<py::list>()[k].cast<py::tuple>();
+        const py::tuple scaling = scalings[k].cast<py::tuple>();
         if (py::len(scaling) != 3)
             throw py::value_error(entry + " must be a tuple (w, G, K), got " + std::to_string(py::len(scaling)) +
                                   " entries");
@@ -523,8 +525,10 @@ py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states
         const std::string name = "states1[" + std::to_string(k) + "]";
         states1.push_back(state_matrix(states1_obj[k], name.c_str(), *s.tables[k], M));
     }
-    const std::vector<DoubleArray> weights1 = part_weights(weights1_obj, "weights1", s.n_parts, M);
-    const std::vector<DoubleArray> weights2 = part_weights(weights2_obj, "weights2", s.n_parts, N);
+    const std::vector<DoubleArray> weights1 =
+        part_weights(part_entries(weights1_obj, "weights1", s.n_parts, "None or an array"), "weights1", M);
+    const std::vector<DoubleArray> weights2 =
+        part_weights(part_entries(weights2_obj, "weights2", s.n_parts, "None or an array"), "weights2", N);
     for (std::size_t k = 0; k < s.n_parts; ++k)
         if ((weights1[k].size() > 0) != (weights2[k].size() > 0) && M > 0 && N > 0)
             throw py::value_error("part " + std::to_string(k) + " has weights on one side only: weights1[k] and "
