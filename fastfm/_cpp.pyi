@@ -51,7 +51,9 @@ def fm_grad_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, tables: Spectral
 def fm_gram_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[ArrayLike], tables: list[SpectralTables],
                 alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike, kind: int, coefficients: ArrayLike,
                 exponent: float, num_threads: int = 0, out: NDArray[np.float64] | None = None,
-                weights: list[ArrayLike | None] | None = None) -> tuple:
+                weights: list[ArrayLike | None] | None = None
+                ) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
+                      | tuple[NDArray[np.float64], NDArray[np.float64], list[NDArray[np.float64] | None]]):
     """(K, diagonals (n_parts, N)): the FM Grams of parts on the same points (part k on C / lengthscales[k] and
     states[k] with tables[k]), added in order into ``out`` (in place) or a new array; with ``weights`` (per part
     None or unit-diagonal row weights w), a weighted part is w_a K_ab w_b and the result is (K, diagonals,
