@@ -151,6 +151,7 @@ class _TrialRecords:
     def __getstate__(self):                  # a lock does not pickle; a copy gets its own
         state = self.__dict__.copy()
         del state["_thread_lock"]
+        state.pop("_grouped_kernels", None)  # kernel templates a copy rebuilds on demand (_candidate_kernel)
         return state
 
     def __setstate__(self, state):

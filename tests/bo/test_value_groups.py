@@ -165,3 +165,38 @@ def test_a_partition_has_one_graph():
     assert first["b"] is not again["b"]
     weights = dict(zip(first["a"].edges, first["a"].weights))
     assert weights == {(0, 1): 1.0, (0, 2): value_groups.EDGE_WEIGHT, (1, 2): 1.0}
+
+
+
+def test_the_kernels_of_tried_partitions_are_bounded_and_not_pickled(monkeypatch):
+    """A full refit's greedy search builds a kernel per candidate partition; the optimizer keeps only the most
+    recently used few (a long run kept every partition it had tried), and a pickled copy, which rebuilds them on
+    demand, continues as the original."""
+    import pickle
+
+    from fastfm.bo import surrogate
+
+    monkeypatch.setattr(surrogate, "GROUPED_KERNEL_CACHE_SIZE", 4)
+    asked = []      # (kernel name, partition) of every grouped kernel the fits asked for, in order
+    candidate_kernel = surrogate._Surrogate._candidate_kernel
+
+    def recording(self, name, groups):
+        if groups:
+            asked.append((name, repr(groups)))
+        return candidate_kernel(self, name, groups)
+
+    monkeypatch.setattr(surrogate._Surrogate, "_candidate_kernel", recording)
+    objective = _objective(_ALIKE_B)
+    opt = _groups_after_random_points(objective, seed=1)
+    last_use = {key: i for i, key in enumerate(asked)}
+    assert len(last_use) > 4                          # more partitions than the cache holds
+    assert list(opt._grouped_kernels) == sorted(last_use, key=last_use.get)[-4:]   # the 4 used last, in order
+    copy = pickle.loads(pickle.dumps(opt))
+    assert "_grouped_kernels" not in copy.__dict__
+    for _ in range(2):
+        [pending] = opt.pending
+        value = objective(pending)
+        opt.tell(pending.trial_id, value)
+        copy.tell(pending.trial_id, value)
+        assert opt.ask() == copy.ask()
+    assert copy._fit_record == opt._fit_record
