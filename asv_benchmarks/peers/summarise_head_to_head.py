@@ -137,7 +137,7 @@ def context(path):
                 continue
             m = r.get("machine", {})
             machines.add(f"{m.get('cpu')} ×{m.get('cpu_count')} ({m.get('platform')})")
-            commits.add((r.get("fastfm_git") or {}).get("commit", "?")[:10])
+            commits.add(((r.get("fastfm_git") or {}).get("commit") or "?")[:10])   # None: run outside a git checkout
             threads.add(r.get("threads"))
             for k, v in (r.get("versions") or {}).items():
                 versions[k].add(v)
