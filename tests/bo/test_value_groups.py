@@ -167,7 +167,6 @@ def test_a_partition_has_one_graph():
     assert weights == {(0, 1): 1.0, (0, 2): value_groups.EDGE_WEIGHT, (1, 2): 1.0}
 
 
-
 def test_the_kernels_of_tried_partitions_are_bounded_and_not_pickled(monkeypatch):
     """A full refit's greedy search builds a kernel per candidate partition; the optimizer keeps only the most
     recently used few (a long run kept every partition it had tried), and a pickled copy, which rebuilds them on
