@@ -27,7 +27,8 @@ DEFAULT_ROWS = os.path.join(HERE, "results", "fresh_seeds.jsonl")
 
 def runs_of(path, problem_name, variants):
     """{seed: row} of the problem's runs, the first listed variant first."""
-    rows = [json.loads(line) for line in open(path)]
+    with open(path) as lines:
+        rows = [json.loads(line) for line in lines]
     chosen = {}
     for variant in variants:
         for row in rows:
