@@ -249,6 +249,27 @@ class _Surrogate:
             gp.fit(X, y)
         return gp
 
+    def _fit_state(self):
+        """What the next fit of another optimizer on the same space can start from (``_continue_fit``): the last
+        fit's record, its GP and the grouped kernels built so far; None before the first fit."""
+        if self._fit_record is None or self._gp is None:
+            return None
+        return {"record": self._fit_record, "gp": self._gp, "grouped_kernels": self.__dict__.get("_grouped_kernels")}
+
+    def _continue_fit(self, state):
+        """Start this optimizer's next fit from ``state`` (another optimizer's ``_fit_state`` on the same space, told
+        other data): a warm refit from its optimum, or a full refit where the schedule of ``n_told`` says so, as if
+        this optimizer had made that fit itself.  Why: a caller that builds an optimizer per suggestion
+        (``fastfm.integration.optuna.FMSampler``, whose running trials are told anew each time) would otherwise
+        make a first fit, all restarts and candidates, at every suggestion."""
+        if state is None:
+            return
+        # n_told None: a fit of other data, never the cached fit of this optimizer's told values
+        self._fit_record = {**state["record"], "n_told": None}
+        self._gp = state["gp"]
+        if state["grouped_kernels"] is not None:
+            self._grouped_kernels = state["grouped_kernels"]
+
     def _restore_fit(self, record):
         """On load: the fit the recorded run held after this ask (refitted only if the next ask would reuse it)."""
         if record is None or record == self._fit_record:

@@ -177,6 +177,21 @@ def test_the_same_seed_gives_the_same_study():
     assert len({tuple(sorted(p.items())) for p in first}) == len(first)
 
 
+def test_each_proposal_continues_the_last_proposals_fit():
+    from fastfm.bo.surrogate import WARM_RESTARTS, _is_full_refit
+
+    sampler = FMSampler(seed=0, n_startup_trials=5, optimizer_options=FAST)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(_mixed_objective, n_trials=14)       # the last proposal: 13 completed trials
+    assert not _is_full_refit(13)
+    codec, state = sampler._last_fit
+    record = state["record"]
+    # a warm refit from the proposal before (a fresh optimizer per proposal alone: a first fit, every restart)
+    assert record["n_told"] == 13 and record["warm"] is not None and record["n_restarts"] == WARM_RESTARTS
+    assert codec is sampler._codec
+    assert study.best_value < 0.2
+
+
 # ------------------------------------------------------------------------------------------- define-by-run
 class RecordingRandomSampler(optuna.samplers.RandomSampler):
     """A RandomSampler that remembers which parameter of which trial it was asked for."""

@@ -1,0 +1,49 @@
+"""Optimizer ask/tell runs with a full fit at every suggestion, against the default's geometric schedule of full
+refits (issue 24 §1; docs/benchmarks/bo-efficiency.md, "A full fit at every suggestion").
+
+The variant patches ``fastfm.bo.surrogate._is_full_refit`` so that every fit after the first runs all restarts and
+every candidate kernel, transform and group of nominal values, as a fresh optimizer per suggestion does (what
+``FMSampler`` did before it carried the fit between proposals).  Each run appends one row (the best value after 30
+and 60 evaluations) to OUT; compare it with the default's rows of ``results/fresh_seeds.jsonl`` on the same seeds.
+
+    PYTHONPATH=. python asv_benchmarks/peers/full_fit_probe.py full_every func2c 3000:3080 out.jsonl
+"""
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import fastfm
+import fastfm.bo.surrogate as surrogate
+from fastfm.benchmarks import get_problem
+
+
+def main(argv):
+    variant, problems, seeds, out = argv[0], argv[1].split(","), range(*map(int, argv[2].split(":"))), argv[3]
+    if variant == "full_every":
+        surrogate._is_full_refit = lambda n_told: n_told > 1
+    elif variant != "default":
+        raise SystemExit(f"variant must be full_every or default, got {variant!r}")
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+    fastfm.set_config(num_threads=1)
+    for name in problems:
+        for seed in seeds:
+            problem = get_problem(name)
+            optimizer = fastfm.Optimizer(problem.space, seed=seed)
+            values, start = [], time.perf_counter()
+            for _ in range(60):
+                config = optimizer.ask()
+                values.append(float(problem(config)))
+                optimizer.tell(config, values[-1])
+            best = np.minimum.accumulate(values)
+            row = {"variant": variant, "problem": problem.name, "seed": seed, "best30": float(best[29]),
+                   "best60": float(best[59]), "seconds": time.perf_counter() - start, "fastfm_commit": commit}
+            print(json.dumps(row), flush=True)
+            with open(out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
