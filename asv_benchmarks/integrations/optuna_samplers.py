@@ -36,25 +36,26 @@ def _suggest(trial, space):
     return config
 
 
-def _sampler(name, seed, n_startup):
+def _sampler(name, seed, n_startup, fastfm_kernel=None):
     import optuna
     if name == "fastfm":
         from fastfm.integration.optuna import FMSampler
-        return FMSampler(seed=seed, n_startup_trials=n_startup)
+        kernel = {} if fastfm_kernel is None else {"kernel": fastfm_kernel}
+        return FMSampler(seed=seed, n_startup_trials=n_startup, **kernel)
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, n_startup_trials=n_startup)
     return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup)
 
 
 def run_one(task):
-    problem_name, sampler_name, seed, budget, n_init = task
+    problem_name, sampler_name, seed, budget, n_init, fastfm_kernel = task
     import optuna
     import fastfm as ff
     from fastfm.benchmarks import get_problem
     ff.set_config(num_threads=1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     problem = get_problem(problem_name)
-    study = optuna.create_study(sampler=_sampler(sampler_name, seed, n_init))
+    study = optuna.create_study(sampler=_sampler(sampler_name, seed, n_init, fastfm_kernel))
     start = time.perf_counter()
     study.optimize(lambda trial: float(problem(_suggest(trial, problem.space))), n_trials=budget)
     wall = time.perf_counter() - start
@@ -72,11 +73,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--problems", nargs="+", default=["Func3C", "Ackley5C"])
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
+    parser.add_argument("--fastfm-kernel", default=None, help="FMSampler's kernel (default: the sampler's own)")
     _common.add_protocol_arguments(parser, seeds=10)
     parser.set_defaults(budget=60)
     args = parser.parse_args(argv)
     meta = _common.header(args)
-    tasks = [(p, s, seed, args.budget, args.n_init) for p in args.problems for s in args.samplers
+    tasks = [(p, s, seed, args.budget, args.n_init, args.fastfm_kernel) for p in args.problems for s in args.samplers
              for seed in range(args.seeds)]
     results, _ = _common.run_pool(run_one, tasks, args.processes, None, _describe)
     print(f"\n{'problem':>9} " + " ".join(f"{s:>24}" for s in args.samplers))
