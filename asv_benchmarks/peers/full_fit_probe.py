@@ -9,7 +9,6 @@ and 60 evaluations) to OUT; compare it with the default's rows of ``results/fres
     PYTHONPATH=. python asv_benchmarks/peers/full_fit_probe.py full_every func2c 3000:3080 out.jsonl
 """
 import json
-import subprocess
 import sys
 import time
 
@@ -18,6 +17,7 @@ import numpy as np
 import fastfm
 import fastfm.bo.surrogate as surrogate
 from fastfm.benchmarks import get_problem
+from head_to_head import git_state     # this script's folder is on the path when it runs
 
 
 def main(argv):
@@ -26,7 +26,7 @@ def main(argv):
         surrogate._is_full_refit = lambda n_told: n_told > 1
     elif variant != "default":
         raise SystemExit(f"variant must be full_every or default, got {variant!r}")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip() or None
+    commit = git_state()["commit"]
     fastfm.set_config(num_threads=1)
     for name in problems:
         for seed in seeds:

@@ -148,12 +148,11 @@ def test_a_far_behind_modlap_is_refitted_warm_and_a_journal_replays_it(tmp_path,
         loaded.tell(b.trial_id, _additive_objective(b))
 
 
-def _told_optimizer(values, seed=0):
-    optimizer = ff.Optimizer(SPACE, seed=seed, n_init=4)
-    rng = np.random.default_rng(5)
-    for value in values:
-        config = SPACE.sample(1, seed=rng)[0]
-        optimizer.tell(config, value(config))
+def _told_optimizer(objective, n_told):
+    """An optimizer told ``objective`` at the same ``n_told`` random configurations for every objective."""
+    optimizer = ff.Optimizer(SPACE, seed=0, n_init=4)
+    for config in SPACE.sample(n_told, seed=np.random.default_rng(5)):
+        optimizer.tell(config, objective(config))
     return optimizer
 
 
@@ -161,13 +160,16 @@ def test_a_fit_continued_from_another_optimizer_is_warm_and_fitted_on_its_own_da
     # the state FMSampler carries between proposals (Optimizer._fit_state / _continue_fit)
     n_told = 13     # no full refit of the geometric schedule at 13 told values
     assert not _is_full_refit(n_told)
-    first = _told_optimizer([_additive_objective] * n_told)
+    first = _told_optimizer(_additive_objective, n_told)
     first.ask()
     state = first._fit_state()
     assert state is not None and state["record"]["n_told"] == n_told
 
     # the same count of told values, other values: the continued fit must not be taken for this data's fit
-    second = _told_optimizer([lambda config: -3.0 * _additive_objective(config)] * n_told)
+    def reversed_objective(config):
+        return -3.0 * _additive_objective(config)
+
+    second = _told_optimizer(reversed_objective, n_told)
     second._continue_fit(state)
     second.ask()
     record = second._fit_record
@@ -177,6 +179,6 @@ def test_a_fit_continued_from_another_optimizer_is_warm_and_fitted_on_its_own_da
     values = np.array([t.value for t in second.trials])
     assert np.allclose(second._gp.predict(second._X), values, atol=0.25 * np.std(values))
 
-    fresh = _told_optimizer([lambda config: -3.0 * _additive_objective(config)] * n_told)
+    fresh = _told_optimizer(reversed_objective, n_told)
     fresh.ask()
     assert fresh._fit_record["warm"] is None and fresh._fit_record["n_restarts"] == fresh.n_restarts
