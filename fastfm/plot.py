@@ -227,8 +227,7 @@ def _fitted_model(source):
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"expected a GaussianProcessRegressor, an OptimizeResult or an Optimizer, got "
                         f"{type(source).__name__}")
-    # no public accessor: the optimiser keeps its last fit here (Optimizer._fit_model)
-    model = optimizer._gp
+    model = optimizer.model
     if model is None:
         raise InvalidValueError(
             "the optimiser holds no fitted model: it fits one for each suggestion after its n_init random ones "

@@ -65,3 +65,31 @@ def test_a_0d_array_is_its_value_for_every_kind_of_parameter():
     assert np.array_equal(space.encode({"x": np.array(0.5), "k": np.array(3), "c": np.array("b")}), plain)
     with pytest.raises(ff.InvalidValueError, match="'x'"):
         space.encode({"x": np.array([0.5]), "k": 3, "c": "b"})
+
+
+def test_the_model_of_the_last_suggestion_is_readable_and_predicts_the_told_values():
+    space = ff.Space([ff.Real("x", 0, 1), ff.Categorical("c", ["a", "b", "c"])])
+
+    def objective(config):
+        return (config["x"] - 0.3) ** 2 + {"a": 0.0, "b": 0.5, "c": 1.0}[config["c"]]
+
+    opt = ff.Optimizer(space, n_init=4, seed=0)
+    for _ in range(4):                     # the initial design: no model yet
+        assert opt.model is None
+        x = opt.ask()
+        opt.tell(x, objective(x))
+    assert opt.model is None
+    for n_told in (4, 5, 6):
+        x = opt.ask()                      # a model-based suggestion, fitted on the evaluations told before it
+        assert opt.model.X_train_.shape[0] == n_told
+        opt.tell(x, objective(x))
+    configs = [t.config for t in opt.trials[:5]]
+    values = np.array([t.value for t in opt.trials[:5]])
+    # a near noise-free fit interpolates what it was told, in the objective's units, from configs or encoded points
+    np.testing.assert_allclose(opt.model.predict(configs), values, atol=0.05 * np.ptp(values))
+    np.testing.assert_array_equal(opt.model.predict(space.encode(configs)), opt.model.predict(configs))
+    random_search = ff.Optimizer(space, kernel="random", n_init=1, seed=0)
+    for _ in range(4):
+        x = random_search.ask()
+        random_search.tell(x, objective(x))
+    assert random_search.model is None
