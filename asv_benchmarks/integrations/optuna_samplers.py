@@ -74,12 +74,13 @@ def main(argv=None):
     parser.add_argument("--problems", nargs="+", default=["Func3C", "Ackley5C"])
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=SAMPLERS)
     parser.add_argument("--fastfm-kernel", default=None, help="FMSampler's kernel (default: the sampler's own)")
+    parser.add_argument("--seed0", type=int, default=0, help="the first seed (seeds seed0 .. seed0 + S - 1)")
     _common.add_protocol_arguments(parser, seeds=10)
     parser.set_defaults(budget=60)
     args = parser.parse_args(argv)
     meta = _common.header(args)
     tasks = [(p, s, seed, args.budget, args.n_init, args.fastfm_kernel) for p in args.problems for s in args.samplers
-             for seed in range(args.seeds)]
+             for seed in range(args.seed0, args.seed0 + args.seeds)]
     results, _ = _common.run_pool(run_one, tasks, args.processes, None, _describe)
     print(f"\n{'problem':>9} " + " ".join(f"{s:>24}" for s in args.samplers))
     for p in args.problems:
