@@ -163,7 +163,7 @@ def test_ask_returns_exactly_the_active_parameters(kernel):
         assert set(config) == {name for name, on in space.is_active(config).items() if on}
         opt.tell(config, _svm_like(config))
     assert opt.last_suggestion_info["source"] == "model"
-    assert isinstance(opt._gp.kernel_, ff.kernels.Hierarchical if kernel == "hierarchical" else ff.kernels.ModLap)
+    assert isinstance(opt.model.kernel_, ff.kernels.Hierarchical if kernel == "hierarchical" else ff.kernels.ModLap)
 
 
 def test_minimize_with_the_hierarchical_kernel_improves_on_its_initial_design():
@@ -282,7 +282,7 @@ def test_a_journal_written_before_racing_refits_without_it(tmp_path, monkeypatch
     del record["n_finalists"]
     unraced = opt._fit(record)
     assert seen == [1, None]
-    np.testing.assert_array_equal(raced.kernel_.theta, opt._gp.kernel_.theta)     # replay: bit for bit
+    np.testing.assert_array_equal(raced.kernel_.theta, opt.model.kernel_.theta)     # replay: bit for bit
     assert np.all(np.isfinite(unraced.kernel_.theta))
 
 

@@ -168,7 +168,7 @@ def test_evaluations_over_time_uses_cumulative_suggest_and_eval_time(bo_result):
 
 # ------------------------------------------------------------------------------------------ importance
 def test_parameter_importance_of_a_run_reads_its_last_fitted_kernel(bo_result):
-    kernel = bo_result.optimizer._gp.kernel_
+    kernel = bo_result.optimizer.model.kernel_
     ax = ffplot.parameter_importance(bo_result)
     heights = [bar.get_height() for bar in ax.patches]
     # continuous (x1, lr): 1/lengthscale; discrete (color, layers): 1/beta
@@ -239,7 +239,7 @@ def test_slice_1d_discrete_draws_error_bars_per_value(plain_gp):
 
 
 def test_slice_1d_of_a_run_with_a_transformed_y_draws_a_quantile_band_around_the_median(bo_result):
-    gp = bo_result.optimizer._gp
+    gp = bo_result.optimizer.model
     assert gp.y_transform_                       # BO's GP models a transform of y
     ax = ffplot.slice_1d(bo_result, None, bo_result.x, "x1", n=30)
     line, band = ax.lines[0], ax.collections[0]

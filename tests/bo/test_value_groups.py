@@ -152,8 +152,8 @@ def test_a_full_refit_with_groups_is_rebuilt_from_its_record(tmp_path):
     record = dict(loaded._fit_record)
     rebuilt = loaded._fit(record)
     assert record["groups"] == opt._fit_record["groups"]
-    np.testing.assert_array_equal(rebuilt.kernel_.theta, opt._gp.kernel_.theta)
-    assert rebuilt.noise_ == opt._gp.noise_
+    np.testing.assert_array_equal(rebuilt.kernel_.theta, opt.model.kernel_.theta)
+    assert rebuilt.noise_ == opt.model.noise_
 
 
 def test_a_partition_has_one_graph():

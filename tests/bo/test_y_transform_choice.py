@@ -57,9 +57,9 @@ def test_a_journal_replays_the_choice(tmp_path):
     loaded = ff.Optimizer.load(path)
     assert loaded._fit_record == opt._fit_record
     rebuilt = loaded._fit(dict(loaded._fit_record))
-    assert rebuilt.y_transform_ is opt._gp.y_transform_ is False
-    np.testing.assert_array_equal(rebuilt.kernel_.theta, opt._gp.kernel_.theta)
-    assert rebuilt.noise_ == opt._gp.noise_
+    assert rebuilt.y_transform_ is opt.model.y_transform_ is False
+    np.testing.assert_array_equal(rebuilt.kernel_.theta, opt.model.kernel_.theta)
+    assert rebuilt.noise_ == opt.model.noise_
 
 
 def test_a_record_without_candidates_fits_the_option_alone():
@@ -79,7 +79,7 @@ def test_other_options_leave_the_transform_alone(options):
     assert _run(opt, _well, 10) == []
     assert "transforms" not in opt._fit_record and "transform" not in opt._fit_record
     expected = options.get("log_transform_y", "shift")
-    assert opt._gp.y_transform_ == expected
+    assert opt.model.y_transform_ == expected
 
 
 def test_an_extreme_tail_keeps_the_copula():

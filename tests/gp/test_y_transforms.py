@@ -85,7 +85,7 @@ def test_bayesian_optimisation_recovers_from_a_failure_penalty():
     result = ff.minimize(objective, space, n_iter=30, n_init=8, seed=1, progress=False)
     assert any(value == 1e10 for _, value, _ in result.history)
     assert result.fun < 0.01 and result.x["c"] == "b"
-    assert result.optimizer._gp.y_transform_ == "copula"
+    assert result.optimizer.model.y_transform_ == "copula"
 
 
 def test_bad_transform_names_are_typed_errors():

@@ -303,11 +303,11 @@ def test_bo_by_name_resumes_from_its_journal(mixed_space, tmp_path):
     for _ in range(9):
         config = opt.ask()
         opt.tell(config, objective(config))
-    assert isinstance(opt._gp.kernel_, fk.AdditiveFM)
-    fitted = opt._gp.kernel_.get_params()
+    assert isinstance(opt.model.kernel_, fk.AdditiveFM)
+    fitted = opt.model.kernel_.get_params()
     resumed = ff.Optimizer.load(journal)
     config = resumed.ask()
     resumed.tell(config, objective(config))
-    assert isinstance(resumed._gp.kernel_, fk.AdditiveFM)
-    assert set(resumed._gp.kernel_.get_params()) == set(fitted)
+    assert isinstance(resumed.model.kernel_, fk.AdditiveFM)
+    assert set(resumed.model.kernel_.get_params()) == set(fitted)
     assert len(resumed.trials) == 10
