@@ -88,22 +88,13 @@ class _TrialRecords:
 
     @property
     def n_told(self):
+        """How many evaluations were told, failed ones included."""
         return len(self._trials)
 
     @property
     def storage(self):
         """The journal's path, or None."""
         return None if self._journal is None else self._journal.path
-
-    @property
-    def model(self):
-        """The Gaussian process behind the last model-based suggestion (a fitted ``GaussianProcessRegressor``), or
-        None: before the first one (the initial design), with kernel="random", and in an optimizer loaded from a
-        journal until its next ask.  It was fitted on the evaluations told before that suggestion
-        (``model.X_train_``); ``model.predict`` takes configs (or points encoded by ``space.encode``) and answers
-        in the units of the objective, and ``model.kernel_`` holds the fitted hyperparameters.  The optimizer's own: refit at
-        the next ask, never to be fitted or changed by the caller."""
-        return self._gp
 
     def best(self):
         """(config, value) of the best successful evaluation, or (None, nan)."""

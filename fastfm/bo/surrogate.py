@@ -42,6 +42,16 @@ class ModelFitWarning(RuntimeWarning):
 class _Surrogate:
     """The model half of ``Optimizer`` (a mixin: it reads the optimizer's space, trials, settings and rng)."""
 
+    @property
+    def model(self):
+        """The Gaussian process behind the last model-based suggestion (a fitted ``GaussianProcessRegressor``), or
+        None: before the first one (the initial design), with kernel="random", and in an optimizer loaded from a
+        journal until its next ask.  It was fitted on the evaluations told before that suggestion
+        (``model.X_train_``); ``model.predict`` takes configs (or points encoded by ``space.encode``) and answers
+        in the units of the objective, and ``model.kernel_`` holds the fitted hyperparameters.  The optimizer's
+        own: refitted at the next ask, never to be fitted or changed by the caller."""
+        return self._gp
+
     def _build_kernels(self, kernel):
         """{name: kernel} of the fits' candidates (``_fit``)."""
         if isinstance(kernel, str) and kernel.lower() == "auto":
