@@ -14,9 +14,8 @@ imported when a function is called, so ``import fastfm.plot`` works without it.
 
 A run is an ``OptimizeResult``, an ``Optimizer`` (anything with ``.trials``), or, for ``convergence``, a
 1-D sequence of objective values in evaluation order.  A model is a ``GaussianProcessRegressor``, or a run
-whose last fitted GP is used: the one its optimiser fitted for its last model-based suggestion (so not
-conditioned on evaluations told after it).  The optimiser keeps that GP in a private attribute, read here
-by ``_fitted_model``: fastfm has no public accessor for it.
+whose last fitted GP is used: ``Optimizer.model``, the one its optimiser fitted for its last model-based
+suggestion (so not conditioned on evaluations told after it; an optimiser loaded from a journal rebuilds it).
 """
 import math
 import numbers
@@ -231,8 +230,8 @@ def _fitted_model(source):
     if model is None:
         raise InvalidValueError(
             "the optimiser holds no fitted model: it fits one for each suggestion after its n_init random ones "
-            f"(n_told={optimizer.n_told}, n_init={optimizer.n_init}); kernel='random' never fits one, and an "
-            "optimiser loaded from a journal fits again at its next ask", "model", None)
+            f"(n_told={optimizer.n_told}, n_init={optimizer.n_init}), and kernel='random' never fits one",
+            "model", None)
     return model
 
 

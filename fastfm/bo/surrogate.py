@@ -6,6 +6,7 @@ the seed of its restarts, the warm start and the kernel it belongs to, the resta
 loaded optimizer rebuilds the last fit from its record, bit for bit.
 """
 import collections
+import copy
 import functools
 import math
 import warnings
@@ -45,12 +46,26 @@ class _Surrogate:
     @property
     def model(self):
         """The Gaussian process behind the last model-based suggestion (a fitted ``GaussianProcessRegressor``), or
-        None: before the first one (the initial design), with kernel="random", and in an optimizer loaded from a
-        journal until its next ask.  It was fitted on the evaluations told before that suggestion
-        (``model.X_train_``); ``model.predict`` takes configs (or points encoded by ``space.encode``) and answers
-        in the units of the objective, and ``model.kernel_`` holds the fitted hyperparameters.  The optimizer's
-        own: refitted at the next ask, never to be fitted or changed by the caller."""
+        None: before the first one (the initial design) and with kernel="random".  It was fitted on the evaluations
+        told before that suggestion (``model.X_train_``); ``model.predict`` takes configs (or points encoded by
+        ``space.encode``) and answers in the units of the objective, and ``model.kernel_`` holds the fitted
+        hyperparameters.  An optimizer loaded from a journal rebuilds it here, the same fit value for value, from
+        the journal's record of it.  The optimizer's own: refitted at the next ask, never to be fitted or changed by
+        the caller."""
+        if self._gp is None and self._fit_record is not None and self._fit_record["n_told"] is not None:
+            self._gp = self._rebuild_fit()
         return self._gp
+
+    def _rebuild_fit(self):
+        """The GP of the last fit record, refitted from it on the evaluations it saw (the first ``n_told`` told):
+        what a loaded optimizer held when its journal's last ask was made (None, with a ModelFitWarning, if the
+        refit fails).  The fit is deterministic given its record (its seed and warm start are in it)."""
+        try:
+            return self._fit(copy.deepcopy(self._fit_record))
+        except (FastFMError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.warn(f"fastfm: rebuilding the last GP fit failed ({type(exc).__name__}: {exc})",
+                          ModelFitWarning, stacklevel=3)
+            return None
 
     def _build_kernels(self, kernel):
         """{name: kernel} of the fits' candidates (``_fit``)."""
@@ -80,14 +95,16 @@ class _Surrogate:
         options = {"unit_diagonal": True} if name in _UNIT_DIAGONAL_KERNELS else {}
         return make_kernel(name, self.space, backend=self.backend, **options)
 
-    def _training_data(self):
-        """(X, y) the model is fitted on: the successes, and the failures at the worst value seen when imputed."""
-        failed = np.array([t.failed for t in self._trials])
-        y = np.array([t.value for t in self._trials])
+    def _training_data(self, n_told=None):
+        """(X, y) the model is fitted on: of the first ``n_told`` told evaluations (all when None), the successes,
+        and the failures at the worst value seen when imputed."""
+        trials, X = self._trials[:n_told], self._X[:n_told]
+        failed = np.array([t.failed for t in trials])
+        y = np.array([t.value for t in trials])
         if self.failures == "impute" and failed.any():
             y = np.where(failed, np.max(y[~failed]), y)
-            return self._X, y
-        return self._X[~failed], y[~failed]
+            return X, y
+        return X[~failed], y[~failed]
 
     def _fit_model(self):
         """The GP on the told data: the cached fit when nothing was told since, else a new fit warm-started at
@@ -181,7 +198,7 @@ class _Surrogate:
         which every kernel is fitted to, and at a full fit the other candidates (Y_TRANSFORM_CANDIDATES), each
         fitted with the chosen kernel from the kept transform's optimum as a warm refit is; the one whose fit
         predicts y itself better left out goes into ``record["transform"]``."""
-        X, y = self._training_data()
+        X, y = self._training_data(record["n_told"])
         full = _is_full_fit(record["warm"] is not None, record["n_told"])
         names = list(self._kernels) if full or len(self._kernels) == 1 else [record["warm_kernel"]]
         transforms = _transforms_for(record.get("transforms"), y)

@@ -1,6 +1,7 @@
 """The history is the optimiser's own: what ask/tell/best/trials hand out are copies, bad tells are typed errors
 that change nothing, and a 0-d array is a number."""
 import math
+import shutil
 
 import numpy as np
 import pytest
@@ -93,3 +94,27 @@ def test_the_model_of_the_last_suggestion_is_readable_and_predicts_the_told_valu
         x = random_search.ask()
         random_search.tell(x, objective(x))
     assert random_search.model is None
+
+
+def test_a_loaded_optimizer_rebuilds_the_model_of_the_last_suggestion_and_goes_on_as_the_run_would(tmp_path):
+    space = ff.Space([ff.Real("x", 0, 1), ff.Integer("k", 0, 4), ff.Categorical("c", ["a", "b", "c"])])
+
+    def objective(config):
+        return (config["x"] - 0.3) ** 2 + 0.1 * config["k"] + {"a": 0.0, "b": 0.5, "c": 1.0}[config["c"]]
+
+    path = tmp_path / "run.jsonl"
+    run = ff.Optimizer(space, n_init=4, seed=3, storage=path)
+    for _ in range(9):
+        x = run.ask()
+        run.tell(x, objective(x))
+    copies = [tmp_path / "read.jsonl", tmp_path / "unread.jsonl"]
+    for copy in copies:
+        shutil.copyfile(path, copy)
+    loaded, unread = (ff.Optimizer.load(copy) for copy in copies)   # told 9: the last fit saw the 8 before it
+    probe = space.sample(16, seed=1)
+    assert loaded.model.X_train_.shape[0] == run.model.X_train_.shape[0] == 8
+    np.testing.assert_array_equal(loaded.model.kernel_.theta, run.model.kernel_.theta)
+    for got, expected in zip(loaded.model.predict(probe, return_std=True), run.model.predict(probe, return_std=True)):
+        np.testing.assert_array_equal(got, expected)
+    # reading the model draws nothing: the next suggestion is the uninterrupted run's, as without the read
+    assert loaded.ask() == run.ask() == unread.ask()
