@@ -673,11 +673,13 @@ def _trust_region_of(optimizer, gp, values, ok):
 
 
 def _jsonable_config(config):
-    """The config as JSON values (numpy scalars to Python, tuples and sets to lists): the journal's readable copy
-    (the encoded point next to it is what is read back)."""
+    """The config as JSON values (numpy scalars to Python, arrays, tuples and sets to lists): the journal's
+    readable copy (the encoded point next to it is what is read back)."""
     def convert(v):
         if isinstance(v, np.generic):
             return v.item()
+        if isinstance(v, np.ndarray):       # a Set parameter's points (m, dim)
+            return convert(v.tolist())
         if isinstance(v, (tuple, list, set, frozenset)):
             items = [convert(u) for u in v]
             return sorted(items, key=repr) if isinstance(v, (set, frozenset)) else items

@@ -47,7 +47,7 @@ def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwarg
         objective = _PrunedObjective(problem)
     start = time.perf_counter()
     if problem.space.set_params:   # set problems: baselines "set", "set-L<L>", "vector", "random", ...
-        result = run_set_method(problem, kernel, budget, n_init, seed, progress)
+        result = run_set_method(problem, kernel, budget, n_init, seed, progress, n_workers=workers, storage=storage)
     else:
         result = minimize(objective, space, n_iter=budget, n_init=n_init, kernel=kernel_name, seed=seed,
                           progress=progress, n_workers=workers, storage=storage)
@@ -116,6 +116,10 @@ def bench(args):
                          "are exclusive")
     if args.workers < 1:
         raise SystemExit(f"fastfm bench: --workers must be a positive integer, got --workers {args.workers}")
+    not_one_run = [k for k in kernels if k == "split" or k in CLUSTERING_BASELINES]
+    if problem.space.set_params and not_one_run and (args.storage or args.workers > 1):
+        raise SystemExit(f"fastfm bench: --kernel {not_one_run[0]} is not one BO run: it takes neither --storage "
+                         "nor --workers")
     jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
             for seed in range(args.seed0, args.seed0 + args.seeds)]
     print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
@@ -191,7 +195,8 @@ def _run_split(problem, budget, n_init, seed):
     return _Record(values, configs, times)
 
 
-def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, acq_options=None):
+def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, acq_options=None, n_workers=1,
+                   storage=None):
     """Run one baseline of the set benchmark on ``problem``.
 
     Parameters
@@ -208,6 +213,9 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     acq_options : dict, optional
         The BO methods' acquisition search options (``MixedAcquisitionOptimizer``'s), e.g.
         ``{"n_set_point_moves": 0}`` for the search before issue 24 §4.
+    n_workers, storage : int, str, optional
+        ``minimize``'s, for the methods that are one ``minimize`` run (not "split" nor the clustering
+        initialisations, which raise ValueError when given them).
 
     Returns
     -------
@@ -215,6 +223,10 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     (an ``OptimizeResult`` for the BO methods).
     """
     param = problem.set_param
+    if (method == "split" or method in CLUSTERING_BASELINES) and (n_workers != 1 or storage is not None):
+        raise ValueError(f"method {method!r} is not one minimize run: it takes neither n_workers (got {n_workers!r}) "
+                         f"nor storage (got {storage!r})")
+    options = {"progress": progress, "acq_options": acq_options, "n_workers": n_workers, "storage": storage}
     if method in CLUSTERING_BASELINES:
         # the clustering problems' own initialisations (Supp. s.c.3), the best of `budget` draws
         taken = getattr(problem, "init_baselines", ())
@@ -234,8 +246,7 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
             points = np.array([config[p.name] for p in space.parameters]).reshape(param.n_points, param.dim)
             return problem.set_value(points)
 
-        return minimize(objective, space, n_iter=budget, n_init=n_init, kernel=Matern52(space), seed=seed,
-                        progress=progress, acq_options=acq_options)
+        return minimize(objective, space, n_iter=budget, n_init=n_init, kernel=Matern52(space), seed=seed, **options)
     if method == "split":
         return _run_split(problem, budget, n_init, seed)
     match = re.fullmatch(r"set-L(\d+)", method)
@@ -251,8 +262,7 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
         kernel = method
     else:
         raise ValueError(f"unknown set benchmark method {method!r}; choose from {SET_METHODS}")
-    return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed,
-                    progress=progress, acq_options=acq_options)
+    return minimize(problem, problem.space, n_iter=budget, n_init=n_init, kernel=kernel, seed=seed, **options)
 
 
 def add_parser(commands):
@@ -265,8 +275,8 @@ def add_parser(commands):
                    help="comma-separated kernels (auto: Optimizer's default; modlap, modlap_additive, "
                         "prodlap, moddif, hierarchical, ..., random); "
                         "NAME-flat runs NAME on the flattened conditional space; "
-                        "set problems: set, set-L<L>, set-norm, set-learn, set-mmd, set-norm+mmd, vector, split, random, "
-                        "kmeans++ (kmeansinit), kmeans (gmminit), data (both)")
+                        "set problems: set, set-L<L>, set-norm, set-learn, set-mmd, set-norm+mmd, vector, split, "
+                        "random, kmeans++ (kmeansinit), kmeans (gmminit), data (both)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
     b.add_argument("--n-init", type=int, default=10)
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")

@@ -81,9 +81,10 @@ def test_bench_runs_bo_and_writes_the_table_and_json(tmp_path, capsys):
     assert len(run["curve"]) == 12 and run["best"] == min(run["curve"])
 
 
-def test_bench_with_workers_records_a_journal_and_continues_it(tmp_path, capsys):
+@pytest.mark.parametrize("problem", ["func2c", "pmedian"])      # pmedian: a Set parameter, configs of arrays
+def test_bench_with_workers_records_a_journal_and_continues_it(tmp_path, capsys, problem):
     journal = tmp_path / "run.jsonl"
-    args = ["bench", "func2c", "--seeds", "1", "--quiet", "--workers", "2", "--storage", str(journal)]
+    args = ["bench", problem, "--seeds", "1", "--quiet", "--workers", "2", "--storage", str(journal)]
     assert main(args + ["--budget", "12"]) == 0
     first = fastfm.Optimizer.load(journal).trials
     assert len(first) == 12
@@ -92,7 +93,10 @@ def test_bench_with_workers_records_a_journal_and_continues_it(tmp_path, capsys)
     assert len(again) == 14 and [t.trial_id for t in again[:12]] == [t.trial_id for t in first]
     assert [t.value for t in again[:12]] == [t.value for t in first]
     with pytest.raises(SystemExit, match="one kernel, --seeds 1"):
-        main(["bench", "func2c", "--seeds", "2", "--storage", str(journal)])
+        main(["bench", problem, "--seeds", "2", "--storage", str(journal)])
+    if problem == "pmedian":          # the set baselines that are not one BO run take no journal
+        with pytest.raises(SystemExit, match="--kernel split is not one BO run"):
+            main(["bench", problem, "--kernel", "split", "--seeds", "1", "--storage", str(journal)])
 
 
 def test_bench_rejects_an_unknown_problem():
