@@ -104,6 +104,13 @@ def _plot(runs, path, title):
     plt.close(fig)
 
 
+def _json_value(value):
+    """What json cannot write of a run: a Set's points (an array) as nested lists, numpy scalars as numbers."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    return str(value)
+
+
 def bench(args):
     kernels = [k.strip() for k in args.kernel.split(",") if k.strip()]
     problem = get_problem(args.problem)  # fail early on a bad name or a missing extra
@@ -144,7 +151,7 @@ def bench(args):
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"problem": problem.name, "budget": args.budget, "n_init": args.n_init, "runs": runs}, fh,
-                      indent=1, default=str)
+                      indent=1, default=_json_value)
         print(f"wrote {args.json}")
     if args.plot:
         _plot(runs, args.plot, f"{problem.name}, {args.seeds} seeds")

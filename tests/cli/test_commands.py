@@ -5,9 +5,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import fastfm
+import fastfm.benchmarks
 from fastfm._backends import available_backends, cpp
 from fastfm.cli import gpu, main
 from fastfm.cli.timing import describe_machine, time_call
@@ -79,6 +81,14 @@ def test_bench_runs_bo_and_writes_the_table_and_json(tmp_path, capsys):
     (run,) = saved["runs"]
     assert (saved["problem"], saved["budget"], run["kernel"], run["seed"]) == ("Func2C", 12, "auto", 0)
     assert len(run["curve"]) == 12 and run["best"] == min(run["curve"])
+
+
+def test_bench_writes_a_set_problems_best_points_as_numbers(tmp_path):
+    path = tmp_path / "runs.json"
+    assert main(["bench", "pmedian", "--budget", "11", "--seeds", "1", "--quiet", "--json", str(path)]) == 0
+    (run,) = json.loads(path.read_text())["runs"]
+    points = np.array(run["best_x"]["points"], dtype=float)      # not the array's printed text
+    assert points.shape == (6, 2) and run["best"] == pytest.approx(fastfm.benchmarks.PMedian()({"points": points}))
 
 
 @pytest.mark.parametrize("problem", ["func2c", "pmedian"])      # pmedian: a Set parameter, configs of arrays
