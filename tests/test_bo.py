@@ -135,6 +135,15 @@ def test_bad_arguments():
         ff.Optimizer(space, hyperparameter_prior="strong")
     with pytest.raises(ValueError, match="n_iter"):
         ff.minimize(lambda c: 0.0, space, n_iter=0)
+    # refused when made, not when the first fit fails (a fit that fails suggests random points, with a warning)
+    for bad in (-1, 2.5, "3", True):
+        with pytest.raises(ff.InvalidValueError, match="n_restarts") as info:
+            ff.Optimizer(space, n_restarts=bad)
+        assert info.value.parameter == "n_restarts" and info.value.value == bad
+    for bad in (-1, 1.5, "abc"):
+        with pytest.raises(ff.InvalidValueError, match="seed") as info:
+            ff.Optimizer(space, seed=bad)
+        assert info.value.parameter == "seed" and info.value.value == bad
 
 
 # ------------------------------------------------------------ conditional spaces (SPEC §3)

@@ -314,6 +314,14 @@ class Optimizer(_Surrogate, _TrialRecords):
                  trust_region=None, initial_design="stratified", xi=DEFAULT_XI, untried_patience=DEFAULT_PATIENCE):
         if not isinstance(n_init, numbers.Integral) or n_init < 1:
             raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
+        if isinstance(n_restarts, bool) or not isinstance(n_restarts, numbers.Integral) or n_restarts < 0:
+            raise InvalidValueError(f"n_restarts must be a non-negative integer, got n_restarts={n_restarts!r}",
+                                    "n_restarts", n_restarts)
+        try:
+            rng = np.random.default_rng(seed)
+        except (TypeError, ValueError) as exc:
+            raise InvalidValueError(f"seed must be None, a non-negative integer or a numpy SeedSequence or "
+                                    f"Generator, got seed={seed!r} ({exc})", "seed", seed) from None
         acquisition_function(acquisition, 0.0)  # validate the name now
         if isinstance(xi, bool) or not isinstance(xi, numbers.Real) or not (math.isfinite(xi) and xi >= 0):
             raise InvalidValueError(f"xi must be a finite number >= 0, got xi={xi!r}", "xi", xi)
@@ -354,7 +362,7 @@ class Optimizer(_Surrogate, _TrialRecords):
         self.initial_design = initial_design
         self._design_seed = None                   # drawn at the first design point; kept in the journal
         self.hyperparameter_prior = _hyperparameter_prior(hyperparameter_prior, space)
-        self._rng = np.random.default_rng(seed)
+        self._rng = rng
         self._random_search = isinstance(kernel, str) and kernel.lower() == "random"
         # the candidate kernels of every fit, by name (the first is ``_kernel``): one, or with kernel="auto" on a
         # space that admits it ModLap and AdditiveFM, between which each full refit chooses (ADDITIVE_MAX_DIMS)
