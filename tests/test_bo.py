@@ -140,6 +140,22 @@ def test_bad_arguments():
         with pytest.raises(ff.InvalidValueError, match="n_restarts") as info:
             ff.Optimizer(space, n_restarts=bad)
         assert info.value.parameter == "n_restarts" and info.value.value == bad
+    for bad in ({"x": (0, 1)}, [ff.Real("x", 0, 1)]):
+        with pytest.raises(ff.InvalidValueError, match="space must be a fastfm.Space"):
+            ff.Optimizer(bad)
+        with pytest.raises(ff.InvalidValueError, match="space must be a fastfm.Space"):
+            ff.minimize(lambda c: 0.0, bad, n_iter=2, progress=False)
+    with pytest.raises(ff.InvalidValueError, match="callback must be callable") as info:
+        ff.minimize(lambda c: 0.0, space, n_iter=2, progress=False, callback=3)
+    assert info.value.parameter == "callback"
+    opt = ff.Optimizer(space, n_init=2, seed=0)
+    x = opt.ask()
+    for kwargs in ({"eval_time": "1 s"}, {"eval_time": True}, {"error": 404}):
+        with pytest.raises(ff.InvalidValueError, match=next(iter(kwargs))):
+            opt.tell(x, None, **kwargs)
+    assert opt.n_told == 0 and len(opt.pending) == 1        # nothing recorded
+    opt.tell(x, None, error=ZeroDivisionError("division by zero"), eval_time=np.float32(0.5))
+    assert opt.trials[0].error == "ZeroDivisionError: division by zero" and opt.trials[0].eval_time == 0.5
     for bad in (-1, 1.5, "abc"):
         with pytest.raises(ff.InvalidValueError, match="seed") as info:
             ff.Optimizer(space, seed=bad)

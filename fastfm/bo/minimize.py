@@ -236,6 +236,8 @@ def minimize(fun, space, n_iter=200, n_init=10, kernel="auto", seed=0, progress=
                                 "timeout", timeout)
     if not callable(fun):
         raise InvalidValueError(f"fun must be callable, got fun={fun!r}", "fun", fun)
+    if callback is not None and not callable(callback):
+        raise InvalidValueError(f"callback must be callable or None, got callback={callback!r}", "callback", callback)
     pool, owned = _make_executor(fun, n_workers, executor, timeout)    # before the journal: a bad fun writes nothing
     try:
         optimizer, orphans = _open(space, storage, n_init=n_init, kernel=kernel, seed=seed, **options)

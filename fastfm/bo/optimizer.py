@@ -36,6 +36,7 @@ from ..gp import fantasy
 from ..gp._data import is_y_transform
 from ..optim import MixedAcquisitionOptimizer, SearchSpaceExhaustedError
 from ..optim import trust_region as _tr
+from ..space import Space
 from .journal import JOURNAL_FORMAT, JOURNAL_VERSION, Journal, decode_object, encode_object, worker_identity
 from .surrogate import ModelFitWarning, _hyperparameter_prior, _Surrogate
 from .trials import PendingTrial, Suggestion, Trial
@@ -312,29 +313,8 @@ class Optimizer(_Surrogate, _TrialRecords):
                  log_transform_y="auto", acq_options=None, backend="auto", gp_options=None,
                  hyperparameter_prior="auto", pending="believer", failures="impute", storage=None,
                  trust_region=None, initial_design="stratified", xi=DEFAULT_XI, untried_patience=DEFAULT_PATIENCE):
-        if not isinstance(n_init, numbers.Integral) or n_init < 1:
-            raise ValueError(f"n_init must be a positive integer, got n_init={n_init!r}")
-        if isinstance(n_restarts, bool) or not isinstance(n_restarts, numbers.Integral) or n_restarts < 0:
-            raise InvalidValueError(f"n_restarts must be a non-negative integer, got n_restarts={n_restarts!r}",
-                                    "n_restarts", n_restarts)
-        try:
-            rng = np.random.default_rng(seed)
-        except (TypeError, ValueError) as exc:
-            raise InvalidValueError(f"seed must be None, a non-negative integer or a numpy SeedSequence or "
-                                    f"Generator, got seed={seed!r} ({exc})", "seed", seed) from None
-        acquisition_function(acquisition, 0.0)  # validate the name now
-        if isinstance(xi, bool) or not isinstance(xi, numbers.Real) or not (math.isfinite(xi) and xi >= 0):
-            raise InvalidValueError(f"xi must be a finite number >= 0, got xi={xi!r}", "xi", xi)
-        if not is_y_transform(log_transform_y):
-            raise ValueError("log_transform_y must be 'auto', 'shift', 'copula', False or True, "
-                             f"got log_transform_y={log_transform_y!r}")
-        if pending not in fantasy.FANTASY_STRATEGIES:
-            raise ValueError(f"pending must be one of {list(fantasy.FANTASY_STRATEGIES)}, got pending={pending!r}")
-        if failures not in _FAILURE_MODES:
-            raise ValueError(f"failures must be one of {list(_FAILURE_MODES)}, got failures={failures!r}")
-        if initial_design not in _INITIAL_DESIGNS:
-            raise ValueError(f"initial_design must be one of {list(_INITIAL_DESIGNS)}, got initial_design="
-                             f"{initial_design!r}")
+        rng = _checked_arguments(space, n_init, n_restarts, seed, acquisition, xi, log_transform_y, pending, failures,
+                                 initial_design)
         self._trust_region = _tr.trust_region_setting(trust_region)
         self._settings = {
             "kernel": kernel, "n_init": int(n_init), "seed": seed, "acquisition": acquisition,
@@ -463,8 +443,8 @@ class Optimizer(_Surrogate, _TrialRecords):
         y : float or None
             NaN, ±inf or None marks a failed evaluation: it is kept in the history and never suggested
             again, and (``failures="impute"``) modelled as the worst value seen.
-        error : str, optional
-            Why the evaluation failed (kept in the trial and the journal).
+        error : str or BaseException, optional
+            Why the evaluation failed (kept in the trial and the journal; an exception as "TypeName: message").
         eval_time : float, optional
             Seconds the evaluation took.
 
@@ -484,6 +464,7 @@ class Optimizer(_Surrogate, _TrialRecords):
                                         "y", y)
             y = float(y)
             failed = not math.isfinite(y)
+        error, eval_time = _checked_failure_fields(error, eval_time)
         with self._locked():
             self._sync()
             trial_id, x_encoded = self._resolve(x)
@@ -678,6 +659,53 @@ def _trust_region_of(optimizer, gp, values, ok):
     centre = optimizer._X[candidates[int(np.argmin(values[candidates]))]]
     lengthscales = _tr.continuous_lengthscales(gp.kernel_, space.n_continuous)
     return _tr.region_around(centre, state, space, lengthscales), info
+
+
+def _checked_arguments(space, n_init, n_restarts, seed, acquisition, xi, log_transform_y, pending, failures,
+                       initial_design):
+    """The Optimizer's arguments checked (a typed error naming the first bad one); returns the RNG of ``seed``."""
+    if not isinstance(space, Space):
+        raise InvalidValueError(f"space must be a fastfm.Space, got a {type(space).__name__}: space={space!r:.200}",
+                                "space", space)
+    if not isinstance(n_init, numbers.Integral) or n_init < 1:
+        raise InvalidValueError(f"n_init must be a positive integer, got n_init={n_init!r}", "n_init", n_init)
+    if isinstance(n_restarts, bool) or not isinstance(n_restarts, numbers.Integral) or n_restarts < 0:
+        raise InvalidValueError(f"n_restarts must be a non-negative integer, got n_restarts={n_restarts!r}",
+                                "n_restarts", n_restarts)
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"seed must be None, a non-negative integer or a numpy SeedSequence or "
+                                f"Generator, got seed={seed!r} ({exc})", "seed", seed) from None
+    acquisition_function(acquisition, 0.0)  # validate the name now
+    if isinstance(xi, bool) or not isinstance(xi, numbers.Real) or not (math.isfinite(xi) and xi >= 0):
+        raise InvalidValueError(f"xi must be a finite number >= 0, got xi={xi!r}", "xi", xi)
+    if not is_y_transform(log_transform_y):
+        raise InvalidValueError("log_transform_y must be 'auto', 'shift', 'copula', False or True, "
+                                f"got log_transform_y={log_transform_y!r}", "log_transform_y", log_transform_y)
+    if pending not in fantasy.FANTASY_STRATEGIES:
+        raise InvalidValueError(f"pending must be one of {list(fantasy.FANTASY_STRATEGIES)}, got pending={pending!r}",
+                                "pending", pending)
+    if failures not in _FAILURE_MODES:
+        raise InvalidValueError(f"failures must be one of {list(_FAILURE_MODES)}, got failures={failures!r}",
+                                "failures", failures)
+    if initial_design not in _INITIAL_DESIGNS:
+        raise InvalidValueError(f"initial_design must be one of {list(_INITIAL_DESIGNS)}, got initial_design="
+                                f"{initial_design!r}", "initial_design", initial_design)
+    return rng
+
+
+def _checked_failure_fields(error, eval_time):
+    """``tell``'s error (an exception as "TypeName: message") and eval_time, checked."""
+    if isinstance(error, BaseException):
+        error = f"{type(error).__name__}: {error}"
+    if error is not None and not isinstance(error, str):
+        raise InvalidValueError(f"error must be a str, an exception or None, got error={error!r}", "error", error)
+    if eval_time is not None and (isinstance(eval_time, (bool, np.bool_))
+                                  or not isinstance(eval_time, (numbers.Real, np.floating, np.integer))):
+        raise InvalidValueError(f"eval_time must be a number of seconds or None, got eval_time={eval_time!r}",
+                                "eval_time", eval_time)
+    return error, eval_time
 
 
 def _jsonable_config(config):
