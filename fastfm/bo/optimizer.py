@@ -16,7 +16,6 @@ restarts, expected improvement in log form, the mixed acquisition optimiser) mad
 """
 import collections
 import contextlib
-import copy
 import dataclasses
 import json
 import math
@@ -80,12 +79,12 @@ class _TrialRecords:
     @property
     def trials(self):
         """Every told evaluation, in order (copies: editing them leaves the history unchanged)."""
-        return [dataclasses.replace(t, config=copy.deepcopy(t.config)) for t in self._trials]
+        return [dataclasses.replace(t, config=_config_copy(t.config)) for t in self._trials]
 
     @property
     def pending(self):
         """The asks not yet told or abandoned, as ``Suggestion`` dicts (each with its ``trial_id``)."""
-        return [Suggestion(copy.deepcopy(p.config), p.trial_id) for p in self._pending.values()]
+        return [Suggestion(_config_copy(p.config), p.trial_id) for p in self._pending.values()]
 
     @property
     def n_told(self):
@@ -103,7 +102,7 @@ class _TrialRecords:
         if not ok:
             return None, float("nan")
         best = min(ok, key=lambda t: t.value)
-        return copy.deepcopy(best.config), best.value
+        return _config_copy(best.config), best.value
 
     def _resolve(self, x):
         """(trial id, encoded point) of what ``tell`` was given; typed errors for bad or repeated tells."""
@@ -430,7 +429,7 @@ class Optimizer(_Surrogate, _TrialRecords):
                               "source": self.last_suggestion_info.get("source"), "worker": worker_identity(),
                               "time": time.time(), "rng": self._rng.bit_generator.state, "fit": self._fit_record,
                               **({} if self._design_seed is None else {"design_seed": self._design_seed})})
-                yield Suggestion(copy.deepcopy(self._pending[trial_id].config), trial_id)
+                yield Suggestion(_config_copy(self._pending[trial_id].config), trial_id)
 
     def tell(self, x, y, *, error=None, eval_time=float("nan")):
         """Record the value ``y`` of a trial.
@@ -474,7 +473,7 @@ class Optimizer(_Surrogate, _TrialRecords):
                 record["x"] = x_encoded.tolist()
             self._commit(record)
         told = self._told[trial_id]
-        return dataclasses.replace(told, config=copy.deepcopy(told.config))
+        return dataclasses.replace(told, config=_config_copy(told.config))
 
     def abandon(self, x, reason=None):
         """Release a pending ask without a value (its worker crashed or was stopped).
@@ -708,9 +707,17 @@ def _checked_failure_fields(error, eval_time):
     return error, eval_time
 
 
+def _config_copy(config):
+    """A copy of a config for the caller to edit: its arrays (a Set's points) copied, every other value the same
+    object.  Not a deep copy: a Categorical's choice may be any object (a class instance without ``__eq__``, say),
+    and the space matches choices by equality, so a copied instance would be an unknown choice when told back."""
+    return {name: value.copy() if isinstance(value, np.ndarray) else value for name, value in config.items()}
+
+
 def _jsonable_config(config):
-    """The config as JSON values (numpy scalars to Python, arrays, tuples and sets to lists): the journal's
-    readable copy (the encoded point next to it is what is read back)."""
+    """The config as JSON values (numpy scalars to Python, arrays, tuples and sets to lists, any other object, such
+    as a function that is a Categorical's choice, to its repr): the journal's readable copy (the encoded point next
+    to it is what is read back)."""
     def convert(v):
         if isinstance(v, np.generic):
             return v.item()
@@ -723,7 +730,9 @@ def _jsonable_config(config):
             return {str(k): convert(u) for k, u in v.items()}
         if isinstance(v, float) and not math.isfinite(v):
             return repr(v)
-        return v
+        if v is None or isinstance(v, (str, bool, int, float)):
+            return v
+        return repr(v)
     return {k: convert(v) for k, v in config.items()}
 
 

@@ -311,7 +311,20 @@ def _path_adjacency(n):
 
 
 class Categorical(_ChoiceParameter):
-    """Nominal choices without order: a complete graph on the choices."""
+    """Nominal choices without order: a complete graph on the choices.
+
+    Parameters
+    ----------
+    name : str
+    choices : sequence
+        Distinct, hashable, equal to themselves: strings, numbers, None, tuples, or objects (functions, class
+        instances).  A config's value is matched to a choice by equality, so an object without ``__eq__`` is
+        matched by identity: the optimizer hands out the choice objects themselves, and an optimizer loaded from
+        a journal (whose space is a pickled copy) knows its own copies of them, not the caller's.
+    normalized_laplacian : bool, default False
+        Use the normalised Laplacian of the complete graph.
+    active_if : dict, optional
+    """
 
     graph_kind = "complete"
 

@@ -118,3 +118,24 @@ def test_a_loaded_optimizer_rebuilds_the_model_of_the_last_suggestion_and_goes_o
         np.testing.assert_array_equal(got, expected)
     # reading the model draws nothing: the next suggestion is the uninterrupted run's, as without the read
     assert loaded.ask() == run.ask() == unread.ask()
+
+
+class _Activation:                  # a choice object without __eq__: matched by identity
+    def __init__(self, name):
+        self.name = name
+
+
+def test_a_choice_that_is_an_object_is_handed_out_as_itself_and_told_back(tmp_path):
+    relu, tanh = _Activation("relu"), _Activation("tanh")
+    space = ff.Space([ff.Categorical("act", [relu, tanh, math.sin]), ff.Real("x", 0, 1),
+                      ff.Set("s", n_points=2, dim=1)])
+    opt = ff.Optimizer(space, n_init=3, seed=0, storage=tmp_path / "run.jsonl")   # the journal's copy is a repr
+    for _ in range(5):
+        x = opt.ask()
+        assert x["act"] in (relu, tanh, math.sin) and any(x["act"] is c for c in (relu, tanh, math.sin))
+        opt.tell(x, x["x"] + {"relu": 0.0, "tanh": 1.0}.get(getattr(x["act"], "name", ""), 2.0))
+    config, _ = opt.best()
+    assert any(config["act"] is c for c in (relu, tanh, math.sin))
+    config["s"][0, 0] = 99.0                       # the arrays handed out are still copies
+    assert opt.best()[0]["s"][0, 0] != 99.0
+    assert {id(t.config["act"]) for t in opt.trials} <= {id(relu), id(tanh), id(math.sin)}
