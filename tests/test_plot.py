@@ -324,10 +324,26 @@ def test_to_dataframe_of_a_conditional_space_leaves_inactive_parameters_empty():
     assert frame["gamma"][linear].isna().all() and frame["gamma"][~linear].notna().all()
 
 
+def test_an_optimizers_dataframe_is_its_runs(bo_result, tmp_path):
+    # ask/tell users (and a journal loaded later) get the same frame from the optimizer itself
+    pd = pytest.importorskip("pandas")
+    frame = bo_result.to_dataframe()
+    pd.testing.assert_frame_equal(bo_result.optimizer.to_dataframe(), frame)
+    opt = ff.Optimizer(CONDITIONAL, n_init=3, kernel="random", seed=0, storage=tmp_path / "run.jsonl")
+    for _ in range(5):
+        x = opt.ask()
+        opt.tell(x, conditional_objective(x))
+    loaded = ff.Optimizer.load(tmp_path / "run.jsonl").to_dataframe()
+    assert len(loaded) == 5 and list(loaded.columns)[1:4] == ["kernel", "C", "gamma"]
+    pd.testing.assert_frame_equal(loaded, opt.to_dataframe())
+
+
 def test_to_dataframe_without_pandas_says_how_to_install_it(bo_result, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)      # makes `import pandas` raise ImportError
-    with pytest.raises(ImportError, match="pip install pandas"):
+    with pytest.raises(ImportError, match="OptimizeResult.to_dataframe needs pandas: pip install pandas"):
         bo_result.to_dataframe()
+    with pytest.raises(ImportError, match="Optimizer.to_dataframe needs pandas: pip install pandas"):
+        bo_result.optimizer.to_dataframe()
 
 
 def test_plots_without_matplotlib_say_how_to_install_it(monkeypatch):

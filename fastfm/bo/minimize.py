@@ -24,7 +24,7 @@ from ..exceptions import InvalidValueError, ObjectiveNotPicklableError, StorageE
 from ..optim import SearchSpaceExhaustedError
 from .journal import Journal, worker_identity
 from .optimizer import Optimizer
-from .trials import Suggestion
+from .trials import Suggestion, trials_dataframe
 
 __all__ = ["minimize", "OptimizeResult", "STATUSES"]
 
@@ -88,16 +88,10 @@ class OptimizeResult:
         """One row per trial: ``trial_id``, each parameter of the space (NaN where a conditional one is
         inactive), ``value`` (NaN if failed), ``failed``, ``error``, ``suggest_time`` and ``eval_time``.
         Needs pandas."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError("OptimizeResult.to_dataframe needs pandas: pip install pandas") from exc
         trials = self.trials
         names = (self.optimizer.space.names if self.optimizer is not None
                  else list(dict.fromkeys(name for t in trials for name in t.config)))
-        fields = ["value", "failed", "error", "suggest_time", "eval_time"]
-        rows = [{"trial_id": t.trial_id, **t.config, **{f: getattr(t, f) for f in fields}} for t in trials]
-        return pd.DataFrame(rows, columns=["trial_id", *names, *fields])
+        return trials_dataframe(trials, names, "OptimizeResult.to_dataframe")
 
 
 class _InlineExecutor(cf.Executor):

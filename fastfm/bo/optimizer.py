@@ -38,7 +38,7 @@ from ..optim import trust_region as _tr
 from ..space import Space
 from .journal import JOURNAL_FORMAT, JOURNAL_VERSION, Journal, decode_object, encode_object, worker_identity
 from .surrogate import ModelFitWarning, _hyperparameter_prior, _Surrogate
-from .trials import PendingTrial, Suggestion, Trial
+from .trials import PendingTrial, Suggestion, Trial, trials_dataframe
 from .untried import DEFAULT_PATIENCE, patience_setting, untried_value_point
 
 __all__ = ["Optimizer", "ModelFitWarning"]
@@ -95,6 +95,11 @@ class _TrialRecords:
     def storage(self):
         """The journal's path, or None."""
         return None if self._journal is None else self._journal.path
+
+    def to_dataframe(self):
+        """The told trials as a pandas DataFrame, one row each, as ``OptimizeResult.to_dataframe`` gives them
+        (``trial_id``, the parameters, ``value``, ``failed``, ``error``, ``suggest_time``, ``eval_time``)."""
+        return trials_dataframe(self._trials, self.space.names, "Optimizer.to_dataframe")
 
     def best(self):
         """(config, value) of the best successful evaluation, or (None, nan)."""

@@ -1,7 +1,7 @@
 """Trials: what ``Optimizer.ask`` hands out and ``tell`` records."""
 from dataclasses import dataclass
 
-__all__ = ["Trial", "Suggestion", "PendingTrial"]
+__all__ = ["Trial", "Suggestion", "PendingTrial", "trials_dataframe"]
 
 
 @dataclass(frozen=True)
@@ -48,3 +48,16 @@ class PendingTrial:
     x: object                 # the encoded point
     suggest_time: float
     worker: dict = None       # host and pid of the asking process (journal runs)
+
+
+def trials_dataframe(trials, names, owner):
+    """One row per trial: ``trial_id``, each parameter in ``names`` (NaN where a conditional one is inactive),
+    ``value`` (NaN if failed), ``failed``, ``error``, ``suggest_time`` and ``eval_time``.  Needs pandas (``owner``
+    names the method in the error that says so)."""
+    try:
+        import pandas as pd
+    except ImportError as exc:
+        raise ImportError(f"{owner} needs pandas: pip install pandas") from exc
+    fields = ["value", "failed", "error", "suggest_time", "eval_time"]
+    rows = [{"trial_id": t.trial_id, **t.config, **{f: getattr(t, f) for f in fields}} for t in trials]
+    return pd.DataFrame(rows, columns=["trial_id", *names, *fields])
