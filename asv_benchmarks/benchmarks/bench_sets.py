@@ -104,7 +104,7 @@ class SetLocalSearch:
         self.acquisition = lambda mu, sigma: log_expected_improvement_and_grad(mu, sigma, best)
         self.optimizer = MixedAcquisitionOptimizer(self.space)
         candidates = self.space.sample_encoded(2_000, seed=3)
-        values = self.optimizer._score(self.gp, self.acquisition, candidates)
+        values = self.optimizer.score(self.gp, self.acquisition, candidates)
         self.starts = candidates[np.argsort(-values, kind="stable")[:50]]
         self.start_values = np.sort(values)[::-1][:50].copy()
 
