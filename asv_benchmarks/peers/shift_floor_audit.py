@@ -70,5 +70,7 @@ def main(problem_name, variant, budget, out, seeds):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 6 or "--help" in sys.argv or "-h" in sys.argv:
+        sys.exit(__doc__)
     name, variant, budget, out, seeds = sys.argv[1:6]
     main(name, variant, int(budget), out, [int(s) for s in seeds.split(",")])

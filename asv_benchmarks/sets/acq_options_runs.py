@@ -63,4 +63,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) not in (7, 8) or "--help" in sys.argv or "-h" in sys.argv:
+        sys.exit(__doc__)
     main(sys.argv[1:])
