@@ -14,10 +14,14 @@ from scipy.linalg import cholesky, solve_triangular
 from ..benchmarks.regression import (N_CONTINUOUS, N_NOMINAL, _N_LEVELS, _one_hot, gaussian_nll,
                                      make_mixed_regression, score_predictions)
 from ..gp import GaussianProcessRegressor
-from ..kernels import ModLap
+from ..kernels import ModLap, make_kernel
 from ..kernels.matvec import kernel_matvec
 
 __all__ = ["run_regression_benchmark", "run_subset_study", "run_exact_components", "add_parser", "run"]
+
+
+# row labels of the kernels the reports name (others: the make_kernel name)
+_KERNEL_LABELS = {"modlap": "ModLap", "modlap_additive": "AdditiveFM"}
 
 
 def _timed(function):
@@ -27,27 +31,28 @@ def _timed(function):
 
 
 def _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, cg_sizes, cg_options, emit,
-                 fixed_noise=None, fit_each=False):
+                 fixed_noise=None, fit_each=False, kernel_name="modlap"):
+    label = f"fastfm {_KERNEL_LABELS.get(kernel_name, kernel_name)}"
     if fit_each:
         emit(f"fastfm hyperparameters: fitted at every N by the regressor's default strategy, {n_restarts + 1} "
              "L-BFGS-B starts (fit time includes them)")
     elif fixed_noise is None:
         # hyperparameters: exact type-II ML on the first `subset` points, shared by every size (fixed-θ protocol)
         tuned, hyper_time = _timed(lambda: GaussianProcessRegressor(
-            ModLap(space), n_restarts=n_restarts, random_state=seed,
+            make_kernel(kernel_name, space), n_restarts=n_restarts, random_state=seed,
             hyperparameter_subset=None).fit(X[:subset], y[:subset]))
         kernel, noise = tuned.kernel_, tuned.noise_
-        emit(f"fastfm hyperparameters: exact ML on {subset} points, {n_restarts + 1} L-BFGS-B starts: "
+        emit(f"{label} hyperparameters: exact ML on {subset} points, {n_restarts + 1} L-BFGS-B starts: "
              f"{hyper_time:.1f} s (noise {noise:.3g} standardised)")
     else:
-        kernel, noise = ModLap(space), float(fixed_noise)
-        emit(f"fastfm hyperparameters: ModLap defaults, noise {noise:.3g} standardised (not fitted)")
+        kernel, noise = make_kernel(kernel_name, space), float(fixed_noise)
+        emit(f"{label} hyperparameters: the kernel's defaults, noise {noise:.3g} standardised (not fitted)")
     for n in sizes:
         methods = ["auto"] + (["cg"] if n in cg_sizes and n <= 20_000 else [])
         for method in methods:
             if fit_each:
-                gp = GaussianProcessRegressor(ModLap(space), n_restarts=n_restarts, random_state=seed, method=method,
-                                              cg_options=cg_options)
+                gp = GaussianProcessRegressor(make_kernel(kernel_name, space), n_restarts=n_restarts,
+                                              random_state=seed, method=method, cg_options=cg_options)
             else:
                 gp = GaussianProcessRegressor(kernel, optimizer=None, noise=noise, method=method,
                                               cg_options=cg_options)
@@ -60,7 +65,7 @@ def _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, c
             if fit_each:
                 refined = gp.solver_ == "cholesky" and gp.hyperparameter_subset_ < n
                 extra.append(f"θ: ML on {gp.hyperparameter_subset_} points{', refined on all' if refined else ''}")
-            emit(_row("fastfm ModLap", n, " ".join([gp.solver_, ", ".join(extra)]).strip(), fit_time, mean_time,
+            emit(_row(label, n, " ".join([gp.solver_, ", ".join(extra)]).strip(), fit_time, mean_time,
                       std_time, np.sqrt(np.mean((mean - y_test) ** 2)), gaussian_nll(y_test, mean, var)))
             del gp
 
@@ -145,7 +150,7 @@ def _row(model, n, method, fit_time, mean_time, std_time, rmse, nll):
 
 def run_regression_benchmark(sizes=(2000, 10_000, 50_000), n_test=10_000, subset=2000, n_restarts=2, seed=0,
                              peers=("sklearn", "botorch"), sklearn_max_n=10_000, botorch_max_n=2000, cg_sizes=(),
-                             emit=print, cg_options=None, fixed_noise=None, fit_each=False):
+                             emit=print, cg_options=None, fixed_noise=None, fit_each=False, kernel="modlap"):
     """Fit/predict time, test RMSE and NLL on the mixed regression set for fastfm and its peers.
 
     Every size uses the first N points of one seeded training set and the same
@@ -155,9 +160,11 @@ def run_regression_benchmark(sizes=(2000, 10_000, 50_000), n_test=10_000, subset
     forced-PCG row for the sizes in ``cg_sizes``).  With ``fit_each`` fastfm
     instead fits its hyperparameters at every N by the regressor's default
     strategy (``hyperparameter_subset="auto"``), timed as part of the fit.
-    BoTorch fits its hyperparameters on all N (its usual use).  Times are wall-clock seconds:
-    fit, predict mean only, predict mean and std.  NLL is the mean negative log
-    predictive density of the noisy test targets.
+    BoTorch fits its hyperparameters on all N (its usual use).  ``kernel`` names fastfm's
+    kernel (``make_kernel``): "modlap", or "modlap_additive" (``AdditiveFM``) for data that
+    are sums over the variables.  Times are wall-clock seconds: fit, predict mean only,
+    predict mean and std.  NLL is the mean negative log predictive density of the noisy
+    test targets.
     """
     sizes = sorted(int(n) for n in sizes)
     space, X, y, X_test, y_test = make_mixed_regression(max(sizes), n_test, seed=seed)
@@ -169,7 +176,7 @@ def run_regression_benchmark(sizes=(2000, 10_000, 50_000), n_test=10_000, subset
     if cg_options:
         emit(f"PCG options: {cg_options}")
     _fastfm_rows(space, X, y, X_test, y_test, sizes, subset, n_restarts, seed, set(cg_sizes), cg_options, emit,
-                 fixed_noise, fit_each)
+                 fixed_noise, fit_each, kernel)
     if "sklearn" in peers:
         _sklearn_rows(X, y, X_test, y_test, sizes, subset, seed, sklearn_max_n, emit)
     if "botorch" in peers:
@@ -259,10 +266,12 @@ def add_parser(commands):
     regression.add_argument("--cg-precision", choices=("auto", "double", "mixed"), default=None,
                             help="kernel values inside PCG's products (default: DEFAULT_CG_OPTIONS)")
     regression.add_argument("--threads", type=int, default=None, help="threads of the compiled backend")
+    regression.add_argument("--kernel", default="modlap",
+                            help="fastfm's kernel (a make_kernel name: modlap, modlap_additive, ...; default modlap)")
     regression.add_argument("--subset-study", type=int, default=None, metavar="N",
                             help="instead: accuracy of hyperparameters fitted on subsets vs on all N points")
     regression.add_argument("--fixed-noise", type=float, default=None, metavar="NOISE",
-                            help="fastfm at ModLap's default hyperparameters and this standardised noise (no fit)")
+                            help="fastfm at its kernel's default hyperparameters and this standardised noise (no fit)")
     regression.add_argument("--fit-each", action="store_true",
                             help="fastfm fits its hyperparameters at every N (default strategy, timed in the fit) "
                                  "instead of once on --subset points")
@@ -298,5 +307,5 @@ def run(args, parser, command):
                                  tuple(p for p in args.peers.split(",") if p and p != "none"),
                                  args.sklearn_max_n, args.botorch_max_n, args.cg_sizes, emit=emit,
                                  cg_options=cg_options or None, fixed_noise=args.fixed_noise,
-                                 fit_each=args.fit_each)
+                                 fit_each=args.fit_each, kernel=args.kernel)
     return 0

@@ -34,6 +34,19 @@ def test_regression_benchmark_fit_each_fits_hyperparameters_at_every_size(monkey
     assert all(0 < float(row[7]) < 5 for row in rows)
 
 
+def test_regression_benchmark_takes_the_kernel_and_the_additive_one_fits_the_additive_set_better():
+    # the mixed regression set is a sum of one-variable terms: AdditiveFM's per-variable terms are its structure
+    rmse = {}
+    for kernel, label in (("modlap", "fastfm ModLap"), ("modlap_additive", "fastfm AdditiveFM")):
+        lines = []
+        run_regression_benchmark(sizes=(100, 150), n_test=200, subset=100, n_restarts=0, peers=(),
+                                 emit=lines.append, kernel=kernel)
+        rows = [line.split("|") for line in lines if line.startswith("| fastfm")]
+        assert [row[1].strip() for row in rows] == [label, label]
+        rmse[kernel] = [float(row[7]) for row in rows]
+    assert all(a < 0.8 * m for a, m in zip(rmse["modlap_additive"], rmse["modlap"])), rmse
+
+
 def test_subset_study_reports_subset_refined_and_all_point_rows():
     lines = []
     run_subset_study(60, subsets=(30,), n_test=20, emit=lines.append)
