@@ -31,7 +31,14 @@ def kernel_matvec(kernel, X, V, Y=None):
     vector = V.ndim == 1
     V2 = np.ascontiguousarray(V[:, None] if vector else V)
     scaled = getattr(kernel, "_scaled", None)
-    if scaled is not None and hasattr(kernel, "_args"):
+    parts = getattr(kernel, "_matvec_parts", None)
+    if parts is not None:
+        # a sum of FM kernels on column subsets (AdditiveFM): each part's own on-the-fly product
+        out = None
+        for part, select in parts():
+            term = kernel_matvec(part, select(X), V2, None if Y is None else select(Y))
+            out = term if out is None else out + term
+    elif scaled is not None and hasattr(kernel, "_args"):
         # FM kernels: the backend computes kernel tiles on the fly (C++/CUDA, or the blocked reference)
         C1, D1 = scaled(kernel._check_X(X))
         C2, D2 = (None, None) if Y is None else scaled(kernel._check_X(Y, "Y"))
