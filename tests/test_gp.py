@@ -728,7 +728,7 @@ def test_the_starts_of_one_thread_share_its_likelihood_terms(monkeypatch, thread
     assert 2 <= len(built) <= 2 * min(threads, ff._parallel.available_cores())
     # an objective per start, the fit as it was before the terms were shared: every lookup misses
     keys = itertools.count()
-    monkeypatch.setattr(fitting.threading, "get_ident", lambda: next(keys))
+    monkeypatch.setattr(fitting, "_thread_key", lambda: next(keys))
     for n_finalists, theta in shared.items():
         np.testing.assert_array_equal(fit(n_finalists), theta)
 

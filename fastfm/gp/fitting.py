@@ -162,6 +162,11 @@ def objective(kernel, X, y, prior):
     return f
 
 
+# the key of a thread's objective in _best_of_starts (a test replaces it, not threading.get_ident itself, which the
+# threading module needs for every thread it starts and ends)
+_thread_key = threading.get_ident
+
+
 def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finalists):
     """(best [θ, log noise] or None, starts that failed): L-BFGS-B from every start, raced if asked."""
     racing = n_finalists is not None and n_finalists < len(starts)
@@ -174,9 +179,9 @@ def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finali
     objectives = {}
 
     def run_start(start, options=screen_options):
-        f = objectives.get(threading.get_ident())
+        f = objectives.get(_thread_key())
         if f is None:
-            f = objectives[threading.get_ident()] = objective(kernel, X, y, theta_prior)
+            f = objectives[_thread_key()] = objective(kernel, X, y, theta_prior)
         try:
             result = minimize(f, start, method="L-BFGS-B", jac=True, bounds=bounds, options=options)
         except (NotPositiveDefiniteError, np.linalg.LinAlgError, FloatingPointError, ValueError):
