@@ -123,7 +123,7 @@ def bench(args):
                          "are exclusive")
     if args.workers < 1:
         raise SystemExit(f"fastfm bench: --workers must be a positive integer, got --workers {args.workers}")
-    not_one_run = [k for k in kernels if k == "split" or k in CLUSTERING_BASELINES]
+    not_one_run = [k for k in kernels if not _is_one_bo_run(k)]
     if problem.space.set_params and not_one_run and (args.storage or args.workers > 1):
         raise SystemExit(f"fastfm bench: --kernel {not_one_run[0]} is not one BO run: it takes neither --storage "
                          "nor --workers")
@@ -202,6 +202,12 @@ def _run_split(problem, budget, n_init, seed):
     return _Record(values, configs, times)
 
 
+def _is_one_bo_run(method):
+    """Whether a set benchmark method is one ``minimize`` run (so takes its n_workers and storage): not Split's m
+    runs, nor a clustering initialisation's draws."""
+    return method != "split" and method not in CLUSTERING_BASELINES
+
+
 def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, acq_options=None, n_workers=1,
                    storage=None):
     """Run one baseline of the set benchmark on ``problem``.
@@ -230,7 +236,7 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
     (an ``OptimizeResult`` for the BO methods).
     """
     param = problem.set_param
-    if (method == "split" or method in CLUSTERING_BASELINES) and (n_workers != 1 or storage is not None):
+    if not _is_one_bo_run(method) and (n_workers != 1 or storage is not None):
         raise ValueError(f"method {method!r} is not one minimize run: it takes neither n_workers (got {n_workers!r}) "
                          f"nor storage (got {storage!r})")
     options = {"progress": progress, "acq_options": acq_options, "n_workers": n_workers, "storage": storage}
