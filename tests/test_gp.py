@@ -351,6 +351,47 @@ def test_fit_increases_lml_and_is_deterministic():
     assert fits[0].log_marginal_likelihood(theta) == pytest.approx(fits[0].log_marginal_likelihood_value_, rel=1e-10)
 
 
+def test_noise_restarts_start_from_the_best_optimum_with_its_noise_raised(monkeypatch):
+    """Each noise restart begins at the best optimum so far, its noise raised tenfold (at least to
+    NOISE_RESTART_FLOOR) and tenfold more per restart; the fit keeps the best objective, so log ML never drops."""
+    X, y = _data(MIXED, 30, seed=4)
+    calls = []
+    original = fitting._best_of_starts
+
+    def recorded(kernel, X, y, starts, *args, **kwargs):
+        result = original(kernel, X, y, starts, *args, **kwargs)
+        calls.append(([np.array(start) for start in starts], result))
+        return result
+
+    monkeypatch.setattr(fitting, "_best_of_starts", recorded)
+    fits = {}
+    for count in (0, 2):
+        calls.clear()
+        fits[count] = GaussianProcessRegressor(ModLap(MIXED), n_restarts=2, random_state=3,
+                                               noise_restarts=count).fit(X, y)
+        assert len(calls) == 1 + count
+    (_, (best, _, best_value)), *restarts = calls
+    assert fits[0].noise_restarts == 0 and fits[2].get_params()["noise_restarts"] == 2
+    floor = np.log(fitting.NOISE_RESTART_FLOOR)
+    for i, ([start], (theta, _, value)) in enumerate(restarts):
+        np.testing.assert_array_equal(start[:-1], best[:-1])
+        assert start[-1] == pytest.approx(min(max(best[-1] + np.log(10.0), floor) + i * np.log(10.0), 0.0))
+        if value < best_value:
+            best, best_value = theta, value
+    np.testing.assert_array_equal(fits[2]._fitted_theta, best)
+    assert fits[2].log_marginal_likelihood_value_ >= fits[0].log_marginal_likelihood_value_ - 1e-9
+
+
+def test_noise_restarts_skip_a_noise_at_its_upper_bound(monkeypatch):
+    X, y = _data(MIXED, 20, seed=6)
+    original = fitting._best_of_starts
+    calls = []
+    monkeypatch.setattr(fitting, "_best_of_starts", lambda *a, **k: calls.append(1) or original(*a, **k))
+    gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=0, noise=0.5, noise_bounds="fixed",
+                                  noise_restarts=3).fit(X, y)
+    assert gp.noise_ == 0.5 and len(calls) == 1
+
+
 def test_racing_restarts_reach_the_full_optimum_with_fewer_evaluations(monkeypatch):
     """n_finalists races the starts: same optimum as running every start to convergence, less work."""
     X, y = _data(MIXED, 40, seed=3)
@@ -628,7 +669,9 @@ def test_bad_arguments_name_the_parameter():
     X, y = _data(CONTINUOUS, 4, seed=0)
     for kwargs, name in [({"optimizer": "adam"}, "optimizer"), ({"n_restarts": -1}, "n_restarts"),
                          ({"noise": 0.0}, "noise"), ({"noise_bounds": (1.0, 0.1)}, "noise_bounds"),
-                         ({"log_transform_y": "log10"}, "log_transform_y"), ({"n_finalists": 0}, "n_finalists")]:
+                         ({"log_transform_y": "log10"}, "log_transform_y"), ({"n_finalists": 0}, "n_finalists"),
+                         ({"noise_restarts": -1}, "noise_restarts"), ({"noise_restarts": True}, "noise_restarts"),
+                         ({"noise_restarts": 1.5}, "noise_restarts")]:
         with pytest.raises(ValueError, match=name):
             GaussianProcessRegressor(RBF(CONTINUOUS), **kwargs).fit(X, y)
 
@@ -719,8 +762,9 @@ def test_the_starts_of_one_thread_share_its_likelihood_terms(monkeypatch, thread
 
     def fit(n_finalists):
         with ff.config_context(num_threads=threads):
+            # no noise restart: it is one more call of the starts' runner, with its own objective
             gp = GaussianProcessRegressor(ModLap(MIXED), n_restarts=4, n_finalists=n_finalists, random_state=0,
-                                          theta_prior=ff.GaussianLogPrior(0.0, 2.0)).fit(X, y)
+                                          theta_prior=ff.GaussianLogPrior(0.0, 2.0), noise_restarts=0).fit(X, y)
         return np.append(gp.kernel_.theta, np.log(gp.noise_))
 
     monkeypatch.setattr(fitting, "objective", counting_objective)

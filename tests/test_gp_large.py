@@ -495,7 +495,7 @@ def test_parallel_starts_are_limited_by_memory(monkeypatch):
     array = 8.0 * 100 * 100
     monkeypatch.setattr(_parallel, "available_memory", lambda: 4 * array / 0.75)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
-    assert seen == [2]          # 4 arrays' room, 2 kept for the factors: 2 starts at a time
+    assert seen == [2, 2]       # 4 arrays' room, 2 kept for the factors: 2 starts at a time (then the noise restart)
     monkeypatch.setattr(_parallel, "available_memory", lambda: array)
     ff.GaussianProcessRegressor(kernel, n_restarts=3, random_state=0, noise=0.02).fit(X, y)
     assert seen[-1] == 1
@@ -556,7 +556,8 @@ def test_exact_fit_on_a_subset_then_refines_on_all_points(monkeypatch):
                                         **common).fit(X[subset], gp.y_train_[subset])
     # the second half: the same model on all points from the subset optimum, no further starts
     refined = ff.GaussianProcessRegressor(tuned.kernel_, method="cholesky", normalize_y=False, n_restarts=0,
-                                          noise=tuned.noise_, hyperparameter_subset=None).fit(X, gp.y_train_)
+                                          noise=tuned.noise_, hyperparameter_subset=None,
+                                          noise_restarts=0).fit(X, gp.y_train_)
     np.testing.assert_allclose(gp.kernel_.theta, refined.kernel_.theta, rtol=1e-10, atol=1e-10)
     assert gp.noise_ == pytest.approx(refined.noise_, rel=1e-10)
     # log_marginal_likelihood_value_ is on all N, and the refinement did not lose to the subset optimum there
@@ -576,8 +577,9 @@ def test_the_refinement_on_all_points_is_capped(monkeypatch):
     monkeypatch.setattr(fitting, "minimize", recording)
     _, kernel, X, y, _, _ = _problem(120)
     ff.GaussianProcessRegressor(kernel, n_restarts=2, random_state=0, noise=0.01, hyperparameter_subset=40).fit(X, y)
-    # three starts on the subset with the plain options, then the one refinement on all points, capped
-    assert calls == [fitting._LBFGSB_OPTIONS["maxiter"]] * 3 + [fitting._REFINE_OPTIONS["maxiter"]]
+    # three starts and the noise restart on the subset with the plain options, then the one refinement on all
+    # points, capped
+    assert calls == [fitting._LBFGSB_OPTIONS["maxiter"]] * 4 + [fitting._REFINE_OPTIONS["maxiter"]]
     assert fitting._REFINE_OPTIONS["maxiter"] < fitting._LBFGSB_OPTIONS["maxiter"]
 
 

@@ -65,7 +65,8 @@ FITTED_ATTRIBUTES = [
 # a fit sets it, and a pickle from e3e3b63 still has the attributes above only (predict then skips the
 # column-count check)
 # added since e3e3b63: n_features_in_ (issue 23 §5), the transform of y used and its copula table (§2)
-ADDED_FITTED_ATTRIBUTES = ["n_features_in_", "y_transform_", "y_copula_"]
+# and the parameter noise_restarts (2026-12-06; a pickle without it refits with none, the class's value)
+ADDED_FITTED_ATTRIBUTES = ["n_features_in_", "y_transform_", "y_copula_", "noise_restarts"]
 
 
 # modules kept as aliases of moved code: every name still imports, with a DeprecationWarning
@@ -163,6 +164,7 @@ def test_a_pickle_made_before_the_split_loads_and_predicts_the_same():
             else:   # a matrix-free mean in double where the C++ single-precision product is missing: 1e-5
                 np.testing.assert_allclose(got[key], want, rtol=1e-4, atol=0, err_msg=f"{model.solver_}: {key}")
         assert sorted(vars(model)) == FITTED_ATTRIBUTES
+        assert model.get_params()["noise_restarts"] == 0     # fitted without: refits without
         # and it goes on working: pickled again by this code, refitted
         again = pickle.loads(pickle.dumps(model))
         np.testing.assert_array_equal(_predictions(again, X_test)["mean"], got["mean"])

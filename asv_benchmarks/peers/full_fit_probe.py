@@ -1,5 +1,6 @@
 """Optimizer ask/tell runs with a full fit at every suggestion, against the default's geometric schedule of full
-refits (issue 24 §1; docs/benchmarks/bo-efficiency.md, "A full fit at every suggestion").
+refits (issue 24 §1; docs/benchmarks/bo-efficiency.md, "A full fit at every suggestion"), or with a noise restart in
+every fit (variant noise_restart: ``gp_options={"noise_restarts": 1}``; bo-efficiency.md, "A restart of the noise").
 
 The variant patches ``fastfm.bo.surrogate._is_full_refit`` so that every fit after the first runs all restarts and
 every candidate kernel, transform and group of nominal values, as a fresh optimizer per suggestion does (what
@@ -22,16 +23,19 @@ from head_to_head import git_state     # this script's folder is on the path whe
 
 def main(argv):
     variant, problems, seeds, out = argv[0], argv[1].split(","), range(*map(int, argv[2].split(":"))), argv[3]
+    options = {}
     if variant == "full_every":
         surrogate._is_full_refit = lambda n_told: n_told > 1
+    elif variant == "noise_restart":
+        options = {"gp_options": {"noise_restarts": 1}}
     elif variant != "default":
-        raise SystemExit(f"variant must be full_every or default, got {variant!r}")
+        raise SystemExit(f"variant must be full_every, noise_restart or default, got {variant!r}")
     commit = git_state()["commit"]
     fastfm.set_config(num_threads=1)
     for name in problems:
         for seed in seeds:
             problem = get_problem(name)
-            optimizer = fastfm.Optimizer(problem.space, seed=seed)
+            optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
             values, start = [], time.perf_counter()
             for _ in range(60):
                 config = optimizer.ask()

@@ -257,7 +257,9 @@ class _Surrogate:
         kernel = self._candidate_kernel(name, groups)
         if warm is not None:
             kernel = warm_kernel if warm_kernel is not None else _with_kernel_values(kernel, warm[0])
-        options = {"n_restarts": record.get("n_restarts", self.n_restarts),
+        # no noise restart (the regressor's default is one): BO's fits were measured and tuned without it, and a
+        # loaded journal refits as its run did (gp_options={"noise_restarts": k} asks for them)
+        options = {"n_restarts": record.get("n_restarts", self.n_restarts), "noise_restarts": 0,
                    "log_transform_y": self.log_transform_y if log_transform_y is None else log_transform_y}
         if self.hyperparameter_prior is not None:
             options["theta_prior"] = self.hyperparameter_prior(kernel)

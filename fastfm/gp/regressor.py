@@ -336,6 +336,14 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         returning (log p(θ), ∂ log p/∂θ), e.g. :class:`GaussianLogPrior`.
         ``fit`` then maximises log p(y|θ) + log p(θ) (MAP-II); the reported
         ``log_marginal_likelihood_value_`` excludes the prior.
+    noise_restarts : int, default 1
+        L-BFGS-B runs after the starts, each from the best optimum so far with
+        its noise raised (to ten times its value and at least 1e-3 of y's
+        variance, ten times more at each further one), kept where the objective
+        ends higher.  With many hyperparameters (``AdditiveFM``) the best start
+        often ends at a point L-BFGS-B cannot leave; raising the noise lets the
+        kernel's hyperparameters reorganise (docs/benchmarks/large-n.md, "A
+        restart of the noise").  The BO loop runs none (``gp_options``).
     n_finalists : int or None, default None
         Race the starts: each runs at most ``_SCREEN_MAXITER`` (10) L-BFGS-B
         iterations, then only the ``n_finalists`` with the best objective
@@ -431,7 +439,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
     def __init__(self, kernel, space=None, optimizer="fmin_l_bfgs_b", n_restarts=10, noise=1e-4,
                  noise_bounds=(1e-6, 1.0), normalize_y=True, log_transform_y=False, random_state=None,
                  copy_X_train=True, theta_prior=None, n_finalists=None, method="auto", max_exact_n="auto",
-                 cg_options=None, hyperparameter_subset="auto"):
+                 cg_options=None, hyperparameter_subset="auto", noise_restarts=1):
         self.kernel = kernel
         self.space = space
         self.optimizer = optimizer
@@ -448,12 +456,16 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
         self.max_exact_n = max_exact_n
         self.cg_options = cg_options
         self.hyperparameter_subset = hyperparameter_subset
+        self.noise_restarts = noise_restarts
+
+    # a model pickled before the parameter existed has no noise_restarts of its own: a refit runs as its fit did
+    noise_restarts = 0
 
     # scikit-learn estimator protocol: the constructor arguments, so that sklearn.base.clone works (the
     # kernel itself is deep-copied: Kernel.__sklearn_clone__)
     _PARAM_NAMES = ("kernel", "space", "optimizer", "n_restarts", "noise", "noise_bounds", "normalize_y",
                     "log_transform_y", "random_state", "copy_X_train", "theta_prior", "n_finalists", "method",
-                    "max_exact_n", "cg_options", "hyperparameter_subset")
+                    "max_exact_n", "cg_options", "hyperparameter_subset", "noise_restarts")
 
     # ------------------------------------------------------------------ inputs
     def _as_array(self, X, name="X", validate=True, check_width=True):
@@ -477,6 +489,10 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
             raise ValueError(f"optimizer must be 'fmin_l_bfgs_b' or None, got optimizer={self.optimizer!r}")
         if not isinstance(self.n_restarts, numbers.Integral) or self.n_restarts < 0:
             raise ValueError(f"n_restarts must be a non-negative integer, got n_restarts={self.n_restarts!r}")
+        if (isinstance(self.noise_restarts, bool) or not isinstance(self.noise_restarts, numbers.Integral)
+                or self.noise_restarts < 0):
+            raise ValueError("noise_restarts must be a non-negative integer, "
+                             f"got noise_restarts={self.noise_restarts!r}")
         if self.n_finalists is not None and (not isinstance(self.n_finalists, numbers.Integral)
                                              or self.n_finalists < 1):
             raise ValueError(f"n_finalists must be a positive integer or None, got n_finalists={self.n_finalists!r}")
@@ -555,7 +571,7 @@ class GaussianProcessRegressor(_PredictionMixin, _RegressorMixin):
             kernel, X, y_train, noise, noise_log_bounds, optimizer=self.optimizer, theta_prior=self.theta_prior,
             n_restarts=self.n_restarts, n_finalists=self.n_finalists, random_state=self.random_state,
             warm_start=fitting.warm_start(previous, kernel.n_theta), subset=subset,
-            refine=solver.refine_on_all_points)
+            refine=solver.refine_on_all_points, noise_restarts=self.noise_restarts)
         if solver is ExactSolver:
             # the final factorisation (GPML Alg. 2.1, lines 2-3), warning if jitter was needed
             L, jitter, lml, alpha = ExactSolver.fit(fitted.kernel, X, y_train, fitted.noise)
