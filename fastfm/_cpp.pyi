@@ -51,21 +51,29 @@ def fm_grad_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, tables: Spectral
 def fm_gram_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[ArrayLike], tables: list[SpectralTables],
                 alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike, kind: int, coefficients: ArrayLike,
                 exponent: float, num_threads: int = 0, out: NDArray[np.float64] | None = None,
-                weights: list[ArrayLike | None] | None = None
+                weights: list[ArrayLike | None] | None = None, keep_grams: bool = True
                 ) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
                       | tuple[NDArray[np.float64], NDArray[np.float64], list[NDArray[np.float64] | None]]):
     """(K, diagonals (n_parts, N)): the FM Grams of parts on the same points (part k on C / lengthscales[k] and
     states[k] with tables[k]), added in order into ``out`` (in place) or a new array; with ``weights`` (per part
     None or unit-diagonal row weights w), a weighted part is w_a K_ab w_b and the result is (K, diagonals,
-    part_grams), each weighted part's scaled Gram or None."""
+    part_grams), each weighted part's scaled Gram or None (None for every part with ``keep_grams=False``)."""
+def fm_unit_diagonal_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, w: ArrayLike, tables: SpectralTables,
+                               alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int,
+                               coefficients: ArrayLike, exponent: float, num_threads: int = 0,
+                               symmetric_weights: bool = False
+                               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float,
+                                          NDArray[np.float64]]:
+    """``fm_grad_reduction`` with the weights W_ab w_a w_b, and r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab (the Gram
+    recomputed a chunk at a time): a unit-diagonal kernel's reduction without an N × N copy of W or K."""
 def fm_grad_reduction_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[ArrayLike], W: ArrayLike,
                           tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike,
                           kind: int, coefficients: ArrayLike, exponent: float, num_threads: int = 0,
                           symmetric_weights: bool = False,
-                          scalings: list[tuple[ArrayLike, ArrayLike, ArrayLike] | None] | None = None
+                          scalings: list[tuple[ArrayLike, ArrayLike, ArrayLike | None] | None] | None = None
                           ) -> NDArray[np.float64]:
     """Per part of ``fm_gram_sum``, [g_lengthscale | g_alpha | g_beta | g_variance], concatenated; a part with a
-    scaling (w, G = ∂log w/∂log β, its scaled Gram) is differentiated as w_a K_ab w_b."""
+    scaling (w, G = ∂log w/∂log β, its scaled Gram or None: recomputed) is differentiated as w_a K_ab w_b."""
 def fm_cross_gradient_sum(C1: ArrayLike, states1: list[ArrayLike], C2: ArrayLike, states2: list[ArrayLike],
                           lengthscales: ArrayLike, tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike,
                           variances: ArrayLike, kind: int, coefficients: ArrayLike, exponent: float,

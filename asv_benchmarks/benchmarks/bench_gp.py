@@ -160,6 +160,37 @@ class LikelihoodWeights:
         self.linalg._likelihood_weights(self.factor.copy(order="F"), self.alpha)
 
 
+class AdditiveLikelihoodLargeN:
+    """One log marginal likelihood with its gradient of AdditiveFM on the regression set at N = 1,000 and 2,000, the
+    step of its hyperparameter fit for regression.  Its six unit-diagonal parts (the product and the ordinals'
+    terms) keep no N × N Gram above 724 points: the reduction recomputes their weights' share from the Gram's chunks
+    (since 2026-12-06; before, each part took its own path, which recomputed its Gram in NumPy blocks of rows)."""
+
+    params = (BACKENDS, [1000, 2000])
+    param_names = ["backend", "N"]
+    timeout = 600
+
+    def setup(self, backend, n):
+        import math
+
+        import numpy as np
+        from fastfm.kernels import make_kernel
+        if backend not in available_backends():
+            raise NotImplementedError(f"backend {backend!r} is not available here")
+        if backend == "numpy":   # 20 s an evaluation at N = 1,000 (eleven FM terms): GPLikelihood times it on ModLap
+            raise NotImplementedError("the NumPy reference is not timed on AdditiveFM at these sizes")
+        space, X, y, _, _ = make_mixed_regression(n, 10, seed=0)
+        self.kernel = make_kernel("modlap_additive", space, backend=backend)
+        self.gp = GaussianProcessRegressor(self.kernel, optimizer=None, noise=1e-2)
+        self.terms = self.kernel._likelihood_terms(X)
+        self.y = (y - y.mean()) / y.std()
+        self.theta = self.kernel.theta + np.random.default_rng(0).uniform(-0.5, 0.5, self.kernel.n_theta)
+        self.log_noise = math.log(1e-2)
+
+    def time_lml_and_gradient(self, backend, n):
+        self.gp._lml(self.terms, self.theta, self.y, self.log_noise, True)
+
+
 class AdditiveLikelihood:
     """One log marginal likelihood with its gradient of AdditiveFM (the kernel kernel="auto" keeps on the HPO and
     the paper's problems) at a BO fit's sizes, on SVM's space (three nominal and three continuous variables:

@@ -13,6 +13,27 @@ namespace fastfm_py {
 
 namespace {
 
+// The Gram problem of n points (rows C (n × Dc), states) against themselves (`cols`, built from the same rows):
+// computed once per pair and mirrored into K, or read a chunk at a time (fastfm::run_weighted_row_sums, K unused).
+fastfm::GramProblem<double> self_gram(const fastfm::FMPlan<double>& plan, const double* C, const int64_t* states,
+                                      const fastfm::PointColumns<double>& cols, std::size_t n, double* K = nullptr) {
+    fastfm::GramProblem<double> pb;
+    pb.plan = &plan;
+    pb.rows_continuous = C;
+    pb.rows_states = states;
+    pb.cols = &cols;
+    pb.n_rows = n;
+    pb.symmetric = true;
+    pb.K = K;
+    return pb;
+}
+
+// β block += Σ_a r_a G_a: a unit-diagonal part's weights' share, G = ∂log w/∂log β (n × P, row-major).
+void add_weight_share(const std::vector<double>& r, const double* G, std::size_t P, double* beta) {
+    for (std::size_t a = 0; a < r.size(); ++a)
+        for (std::size_t p = 0; p < P; ++p) beta[p] += r[a] * G[a * P + p];
+}
+
 // Which factors of the Gram path have the rational form (fm.hpp, prepare_rational_factor) at these
 // hyperparameters, and whether the plan uses it: a test and diagnostics hook.
 py::dict fm_gram_rational_forms(const Tables& tables, const py::object& alphas, const py::object& betas,
@@ -97,6 +118,46 @@ py::tuple fm_grad_reduction(const py::object& C_obj, const py::object& D_obj, co
         pb.W = w;
         pb.symmetric_weights = symmetric_weights;
     });
+}
+
+// fm_grad_reduction of the unit-diagonal kernel's unscaled K with the weights W ∘ wwᵀ (formed pair by pair), and
+// per point r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab from the Gram's chunks (fastfm::run_weighted_row_sums): with
+// G = ∂log w/∂log β the caller adds r @ G to the β block (fm._unit_diagonal_reduction), and no N × N array but W
+// is held.
+py::tuple fm_unit_diagonal_reduction(const py::object& C_obj, const py::object& D_obj, const py::object& W_obj,
+                                     const py::object& w_obj, const Tables& tables, const py::object& alphas,
+                                     const py::object& betas, double variance, int kind,
+                                     const py::object& coefficients, double exponent, int num_threads,
+                                     bool symmetric_weights) {
+    DoubleArray C = float_array(C_obj, "C", {-1, -1}, "(N, n_continuous)");
+    const py::ssize_t N = C.shape(0);
+    IndexArray D = state_matrix(D_obj, "D", tables, N);
+    DoubleArray W = float_array(W_obj, "W", {N, N}, "(" + std::to_string(N) + ", " + std::to_string(N) + ")");
+    DoubleArray row_weights = float_array(w_obj, "w", {N}, "(" + std::to_string(N) + ",)");
+    const Hyper h = check_hyper(tables, alphas, betas, variance, kind, coefficients, exponent);
+    const double* weights = W.data();
+    const double* rw = row_weights.data();
+    py::tuple sums = symmetric_reduction(C, D, tables, h, num_threads,
+                                         [weights, rw, symmetric_weights](fastfm::ReductionProblem<double>& pb) {
+        pb.W = weights;
+        pb.row_weights = rw;
+        pb.symmetric_weights = symmetric_weights;
+    });
+    py::array_t<double> per_point(N);
+    {
+        py::gil_scoped_release release;
+        const std::size_t n = static_cast<std::size_t>(N), dc = static_cast<std::size_t>(C.shape(1));
+        // the Gram's plan: rational forms and the continuant path, as fm_gram
+        fastfm::FMPlan<double> plan = with_lanes(
+            fastfm::FMPlan<double>(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, dc, true));
+        plan.prepare_rational();
+        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), n, dc, tables.n_variables());
+        const std::vector<double> r =
+            fastfm::run_weighted_row_sums(self_gram(plan, C.data(), D.data(), cols, n), weights, rw,
+                                          symmetric_weights, num_threads, &fastfm_dispatch::weighted_row_sums_tile_f64);
+        std::copy(r.begin(), r.end(), per_point.mutable_data());
+    }
+    return py::make_tuple(sums[0], sums[1], sums[2], sums[3], per_point);
 }
 
 py::tuple fm_reduction_from_argument(const py::object& R_obj, const py::object& D_obj, const py::object& W_obj,
@@ -340,7 +401,7 @@ std::vector<DoubleArray> part_weights(const std::vector<py::object>& entries, co
 py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
                       const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
                       const py::object& variances_obj, int kind, const py::object& coefficients, double exponent,
-                      int num_threads, const py::object& out_obj, const py::object& weights_obj) {
+                      int num_threads, const py::object& out_obj, const py::object& weights_obj, bool keep_grams) {
     const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N;
@@ -353,7 +414,7 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
     py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
     std::vector<py::array_t<double>> part_grams(s.n_parts);   // allocated here, with the GIL held
     for (std::size_t k = 0; k < s.n_parts; ++k)
-        if (has_weights[k]) part_grams[k] = py::array_t<double>({N, N});
+        if (has_weights[k] && keep_grams) part_grams[k] = py::array_t<double>({N, N});
     {
         py::gil_scoped_release release;
         double* k_out = K.mutable_data();
@@ -362,22 +423,16 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
         std::unique_ptr<double[]> scratch;   // every entry is written before it is read: no zero fill
         for (std::size_t k = 0; k < s.n_parts; ++k) {
             const bool weighted = has_weights[k];
+            const bool kept = weighted && keep_grams;
             const bool direct = fresh && k == 0 && !weighted;
-            if (!direct && !weighted && !scratch) scratch.reset(new double[n * n]);
-            double* target = weighted ? part_grams[k].mutable_data() : direct ? k_out : scratch.get();
+            if (!direct && !kept && !scratch) scratch.reset(new double[n * n]);
+            double* target = kept ? part_grams[k].mutable_data() : direct ? k_out : scratch.get();
             const std::vector<double> C = s.scaled(k);
             const fastfm::FMPlan<double> plan = s.plan(k, true);
             const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
                                                                        s.tables[k]->n_variables());
-            fastfm::GramProblem<double> pb;
-            pb.plan = &plan;
-            pb.rows_continuous = C.data();
-            pb.rows_states = s.states[k].data();
-            pb.cols = &cols;
-            pb.n_rows = n;
-            pb.symmetric = true;
-            pb.K = target;
-            fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
+            fastfm::run_gram(self_gram(plan, C.data(), s.states[k].data(), cols, n, target), num_threads,
+                             &fastfm_dispatch::gram_tile_f64);
             if (weighted) {
                 const double* w = weights[k].data();
                 for (std::size_t a = 0; a < n; ++a)
@@ -393,7 +448,7 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
     if (weights_obj.is_none()) return py::make_tuple(K, diagonals);
     py::list grams;
     for (std::size_t k = 0; k < s.n_parts; ++k) {
-        if (has_weights[k]) grams.append(part_grams[k]);
+        if (has_weights[k] && keep_grams) grams.append(part_grams[k]);
         else grams.append(py::none());
     }
     return py::make_tuple(K, diagonals, grams);
@@ -434,8 +489,9 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
         row_weights[k] = float_array(scaling[0], (entry + "[0] (w)").c_str(), {N}, "(" + n_text + ",)");
         log_derivatives[k] = float_array(scaling[1], (entry + "[1] (G)").c_str(), {N, P},
                                          "(" + n_text + ", " + std::to_string(P) + ")");
-        part_grams[k] = float_array(scaling[2], (entry + "[2] (K)").c_str(), {N, N},
-                                    "(" + n_text + ", " + n_text + ")");
+        if (!scaling[2].is_none())   // None: not kept, the weights' share is computed from the Gram's chunks
+            part_grams[k] = float_array(scaling[2], (entry + "[2] (K)").c_str(), {N, N},
+                                        "(" + n_text + ", " + n_text + ")");
     }
     std::size_t size = 0;
     for (std::size_t k = 0; k < s.n_parts; ++k) size += dc + 2 * s.tables[k]->n_variables() + 1;
@@ -448,7 +504,8 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
         for (std::size_t k = 0; k < s.n_parts; ++k) {
             const std::size_t P = s.tables[k]->n_variables();
             const double* weights = W.data();
-            if (scaled[k]) {
+            const bool kept = scaled[k] && part_grams[k].size() > 0;
+            if (kept) {
                 if (!scaled_weights) scaled_weights.reset(new double[n * n]);
                 const double* w = row_weights[k].data();
                 for (std::size_t a = 0; a < n; ++a)
@@ -469,12 +526,20 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
             pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
             pb.fused_kernel = &fastfm_dispatch::complete_reduction_fused_f64;
             pb.W = weights;
+            pb.row_weights = scaled[k] && !kept ? row_weights[k].data() : nullptr;   // W ∘ wwᵀ pair by pair
             pb.symmetric_weights = symmetric_weights;
             const std::vector<double> sums =
                 fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
             const std::size_t count = dc + 2 * P + 1;
             for (std::size_t i = 0; i < count; ++i) flat[i] = sums[i];
-            if (scaled[k]) {
+            if (scaled[k] && !kept) {
+                // the share from the Gram's chunks, no N × N array (fastfm::run_weighted_row_sums)
+                const fastfm::FMPlan<double> gram_plan = s.plan(k, true);
+                const std::vector<double> r = fastfm::run_weighted_row_sums(
+                    self_gram(gram_plan, C.data(), s.states[k].data(), cols, n), W.data(), row_weights[k].data(),
+                    symmetric_weights, num_threads, &fastfm_dispatch::weighted_row_sums_tile_f64);
+                add_weight_share(r, log_derivatives[k].data(), P, flat + dc + P);
+            } else if (scaled[k]) {
                 // Σ_ab W_ab K̃_ab (G_a + G_b) = Σ_a G_a r_a with r_a = Σ_b (W_ab + W_ba) K̃_ab (2 Σ_b W_ab K̃_ab when W
                 // is symmetric)
                 const double* Wd = W.data();
@@ -489,10 +554,7 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
                     }
                     per_point[a] = r;
                 }
-                const double* G = log_derivatives[k].data();
-                double* beta = flat + dc + P;
-                for (std::size_t a = 0; a < n; ++a)
-                    for (std::size_t p = 0; p < P; ++p) beta[p] += per_point[a] * G[a * P + p];
+                add_weight_share(per_point, log_derivatives[k].data(), P, flat + dc + P);
             }
             flat += count;
         }
@@ -611,21 +673,30 @@ void bind_fm(py::module_& m) {
           py::arg("exponent"), py::arg("num_threads") = 0, py::arg("symmetric_weights") = false,
           "(g_lengthscale (Dc,), g_alpha (P,), g_beta (P,), g_variance): Σ_ab W_ab ∂K_ab/∂log ψ. "
           "symmetric_weights=True promises W = Wᵀ and reads only W's upper triangle.");
+    m.def("fm_unit_diagonal_reduction", &fm_unit_diagonal_reduction, py::arg("C"), py::arg("D"), py::arg("W"),
+          py::arg("w"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variance"), py::arg("kind"),
+          py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
+          py::arg("symmetric_weights") = false,
+          "(g_lengthscale, g_alpha, g_beta, g_variance, r (N,)): fm_grad_reduction with the weights W_ab w_a w_b "
+          "(formed pair by pair) and r_a = sum_b (W_ab + W_ba) w_a w_b K_ab from the Gram recomputed a chunk at a "
+          "time: a unit-diagonal kernel's reduction without an N x N copy of W or K.");
     m.def("fm_gram_sum", &fm_gram_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"), py::arg("tables"),
           py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"), py::arg("coefficients"),
           py::arg("exponent"), py::arg("num_threads") = 0, py::arg("out") = py::none(),
-          py::arg("weights") = py::none(),
+          py::arg("weights") = py::none(), py::arg("keep_grams") = true,
           "(K (N, N), diagonals (n_parts, N)): the sum of FM Grams of parts on the same points, part k on C / "
           "lengthscales[k] and states[k] (tables[k]), added in order into out (in place) or a new array.  With "
           "weights (per part None or its unit-diagonal row weights w (N,)), a weighted part is w_a K_ab w_b and the "
-          "call returns (K, diagonals, part_grams): each weighted part's scaled Gram (None for the others).");
+          "call returns (K, diagonals, part_grams): each weighted part's scaled Gram (None for the others), or "
+          "with keep_grams=False None for every part (no N x N array kept per weighted part).");
     m.def("fm_grad_reduction_sum", &fm_grad_reduction_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"),
           py::arg("W"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
           py::arg("symmetric_weights") = false, py::arg("scalings") = py::none(),
           "Per part of fm_gram_sum, [g_lengthscale (Dc) | g_alpha (P_k) | g_beta (P_k) | g_variance], concatenated; "
-          "a part with a scaling (w (N,), G = dlog w/dlog beta (N, P_k), its scaled Gram (N, N)) is differentiated "
-          "as w_a K_ab w_b, its row weights' share included in the beta block.");
+          "a part with a scaling (w (N,), G = dlog w/dlog beta (N, P_k), its scaled Gram (N, N) or None) is "
+          "differentiated as w_a K_ab w_b, its row weights' share included in the beta block (from the Gram's "
+          "chunks, recomputed, where the Gram is None).");
     m.def("fm_cross_gradient_sum", &fm_cross_gradient_sum, py::arg("C1"), py::arg("states1"), py::arg("C2"),
           py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
           py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),

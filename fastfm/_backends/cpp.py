@@ -112,23 +112,26 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
     return _cpp.fm_gram(C1, D1, C2, D2, *_hyper(spectra, alphas, betas, variance, modulation, n_pairs))
 
 
-def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None):
+def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None,
+                keep_grams=True):
     """(Σ_k K_k, the parts' diagonals (n_parts, N)): the Grams of FM kernels on the same points, part k on
     C / lengthscales[k] and its own discrete columns ``states[k]`` and ``spectra_list[k]``, with its slice of the
     concatenated ``alphas`` and ``betas`` and ``variances[k]``; added in order into ``out`` (in place) if given.
     ``weights``: per part None or its unit-diagonal row weights w (N,); a weighted part is w_a K_ab w_b, and the
-    call returns (K, diagonals, part_grams), each weighted part's scaled Gram (None for the others)."""
+    call returns (K, diagonals, part_grams), each weighted part's scaled Gram (None for the others; None for every
+    part with ``keep_grams=False``)."""
     n_pairs = len(C) * (len(C) + 1) // 2
     return _cpp.fm_gram_sum(C, lengthscales, states, [_tables(spectra) for spectra in spectra_list], alphas, betas,
                             variances, *_modulation_arguments(modulation), _threads(spectra_list, n_pairs),
-                            out, weights)
+                            out, weights, bool(keep_grams))
 
 
 def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
                           symmetric_weights=False, scalings=None):
     """Per part of ``fm_gram_sum``, ``fm_grad_reduction``'s [g_lengthscale | g_alpha | g_beta | g_variance],
     concatenated into one vector; a part with a scaling ``scalings[k]`` = (w, G = ∂log w/∂log β (N, P_k), its scaled
-    Gram from ``fm_gram_sum``) is differentiated as w_a K_ab w_b, its weights' share in its β block."""
+    Gram from ``fm_gram_sum`` or None) is differentiated as w_a K_ab w_b, its weights' share in its β block (from
+    the Gram recomputed a chunk at a time where it is None: no N × N array)."""
     return _cpp.fm_grad_reduction_sum(C, lengthscales, states, W, [_tables(spectra) for spectra in spectra_list],
                                       alphas, betas, variances, *_modulation_arguments(modulation),
                                       _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights), scalings)
@@ -163,6 +166,14 @@ def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, sym
     """
     return _cpp.fm_grad_reduction(C, D, W, *_hyper(spectra, alphas, betas, variance, modulation, 2 * np.size(W)),
                                   bool(symmetric_weights))
+
+
+def fm_unit_diagonal_reduction(C, D, W, w, spectra, alphas, betas, variance, modulation, symmetric_weights=False):
+    """(g_lengthscale, g_alpha, g_beta, g_variance, r): :func:`fm_grad_reduction` with the weights W ∘ wwᵀ, and
+    r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab, the per-point sums of a unit-diagonal kernel's β share
+    (``fm._unit_diagonal_reduction``), without an N × N copy of W or of the Gram."""
+    return _cpp.fm_unit_diagonal_reduction(C, D, W, w, *_hyper(spectra, alphas, betas, variance, modulation,
+                                                               3 * np.size(W)), bool(symmetric_weights))
 
 
 def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modulation):

@@ -572,17 +572,18 @@ def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulatio
     return _download(K)
 
 
-def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None):
+def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None,
+                keep_grams=True):
     """``numpy_backend.fm_gram_sum`` with this backend's :func:`fm_gram` per part (each downloaded)."""
     return _parts.sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances,
-                                    modulation, out, weights)
+                                    modulation, out, weights, keep_grams)
 
 
 def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
                           symmetric_weights=False, scalings=None):
     """``numpy_backend.fm_grad_reduction_sum`` with this backend's :func:`fm_grad_reduction` per part."""
     return _parts.concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas,
-                                               betas, variances, modulation, symmetric_weights, scalings)
+                                               betas, variances, modulation, symmetric_weights, scalings, fm_gram)
 
 
 def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, symmetric_weights=False):

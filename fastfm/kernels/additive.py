@@ -295,14 +295,15 @@ class _AdditiveLikelihoodTerms:
         # scaled (an ordinal's or an integer's path, a grouped nominal's weighted graph), in one call of the backend
         # (fm._PartSum), the others part by part; the Gram adds their sum where the first of them stands, so that K
         # is summed in the parts' order wherever they come first.  A scaled part keeps its N × N Gram for the
-        # gradient: in the call up to _SHARE_CACHE_ENTRIES entries (N ≤ 724), above it on its own path, whose blocks
-        # keep the likelihood at one N × N array
+        # gradient up to _SHARE_CACHE_ENTRIES entries (N ≤ 724); above, the reduction recomputes it a chunk at a time
+        # (_PartSum's keep_grams), which at N = 1,000 took a fifth of a fit through the parts' own paths (their
+        # Grams recomputed in blocks of rows and W ∘ wwᵀ in NumPy: docs/benchmarks/large-n.md, "AdditiveFM's fit")
         small = len(X) ** 2 <= _SHARE_CACHE_ENTRIES
-        fused = [k for k, part in enumerate(self.parts) if part.plain or (part.scaled and part.all_free and small)]
+        fused = [k for k, part in enumerate(self.parts) if part.plain or (part.scaled and part.all_free)]
         if not fused or not _PartSum.shares_points([self.parts[k] for k in fused]):
             fused = []
         self._fused = (_PartSum([self.parts[k] for k in fused], [self.selections[k] for k in fused],
-                                [self._variables[k] for k in fused]) if fused else None)
+                                [self._variables[k] for k in fused], keep_grams=small) if fused else None)
         self._fused_parts = fused
         self._fused_selection = (np.concatenate([self.selections[k] for k in fused]) if fused
                                  else np.zeros(0, dtype=np.int64))

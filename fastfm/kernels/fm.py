@@ -127,7 +127,8 @@ class _PartSum:
     or ``scaled`` (a unit-diagonal scaling: an ordinal's or an integer's path, a grouped nominal's weighted complete
     graph), whose row weights w and ∂log w/∂log β (``_UnitDiagonalRows``) the calls take: the Gram scales the
     part's K by wwᵀ and keeps it, the reduction reads it for the weights' β share (``_unit_diagonal_reduction``'s
-    definition), so a scaled part holds an N × N array (the caller sums them only up to _SHARE_CACHE_ENTRIES).
+    definition), so a scaled part holds an N × N array; with ``keep_grams=False`` (above _SHARE_CACHE_ENTRIES) the
+    reduction recomputes it instead, a chunk at a time, and forms W ∘ wwᵀ pair by pair.
 
     Part by part, each part's arguments, call and bookkeeping were ~12 µs of Python and call overhead around
     ~20 µs of compiled work at 100 points, four to five parts per likelihood evaluation on the HPO problems
@@ -140,8 +141,11 @@ class _PartSum:
     ``selections[k]``: part k's [θ | α | β | σ²] as indices into the composite kernel's hyperparameter values;
     ``variables[k]``: its variables' indices into the normaliser factors c (``NormaliserLayout.factors``)."""
 
-    def __init__(self, parts, selections, variables):
+    def __init__(self, parts, selections, variables, keep_grams=True):
         self.parts = list(parts)
+        # a scaled part's Gram kept for the reduction's β share (an N × N array each), or recomputed there a chunk at
+        # a time (the C++ backend's fastfm::run_weighted_row_sums), for large N
+        self.keep_grams = keep_grams
         first = self.parts[0]
         self.C, self.modulation = first.C, first.modulation
         self.states = [part.D for part in self.parts]
@@ -190,7 +194,8 @@ class _PartSum:
         weights = [None if s is None else s[0] for s in scalings] if any(self.scaled) else None
         # with weights the backend also returns each scaled part's Gram, which the reduction reads
         K, diagonals, *grams = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas,
-                                              variances, self.modulation, out if writable else None, weights)
+                                              variances, self.modulation, out if writable else None, weights,
+                                              self.keep_grams)
         kept = None if weights is None else [None if s is None else (s[0], s[1], K_k)
                                              for s, K_k in zip(scalings, grams[0])]
         if not writable:
@@ -793,6 +798,9 @@ class _FMLikelihoodTerms:
         self.backend = backend
         self._gram = backend_function(backend, "fm_gram")
         self._grad_reduction = backend_function(backend, "fm_grad_reduction")
+        # a unit-diagonal kernel's reduction with the weights' share in one compiled call, where the backend has it
+        # (the C++ one), for large N: no N × N copy of W or the Gram (_unit_diagonal_reduction is the definition)
+        self._unit_diagonal_reduction = getattr(backend, "fm_unit_diagonal_reduction", None)
         self.spectra = space.packed_spectra
         self.modulation = kernel._modulation
         self.device = kernel._device_module(X)
@@ -902,6 +910,18 @@ class _FMLikelihoodTerms:
 
         The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal)."""
         C, args, dlog_c, betas, K_diag, scaling, unscaled = self._at
+        if scaling is not None and unscaled is None and grad_reduction is None and \
+                self._unit_diagonal_reduction is not None:
+            # above _SHARE_CACHE_ENTRIES: the compiled call forms W ∘ wwᵀ pair by pair and recomputes the Gram a chunk
+            # at a time for the weights' share, where _unit_diagonal_reduction scales W in place and recomputes it in
+            # blocks of rows in NumPy (a fifth of an AdditiveFM fit at N = 1,000 went there)
+            w, G = scaling
+            *sums, per_point = self._unit_diagonal_reduction(C, self.D, W_off, w, *args, True)
+            vector = _fm_reduction_vector(*sums, dlog_c)
+            beta_start = self.n_continuous + self.n_discrete
+            vector[beta_start:beta_start + G.shape[1]] += per_point @ G
+            vector[-1] += float(np.sum(w_diag * K_diag))
+            return vector[self.mask]
         if scaling is not None:   # unit diagonal (FMKernel._reduction_split_at_the_diagonal)
             w, G = scaling
             vector = _unit_diagonal_reduction(

@@ -115,7 +115,7 @@ def test_the_parts_in_one_call_are_each_parts_own(mixed_space, backend, monkeypa
     fm_grad_reduction_sum).  The call gives the parts' Grams, each as its own path scales it, summed in order bit
     for bit; each plain part's gradient vector bit for bit and each scaled part's within the rounding of its
     weights' β share; the whole Gram and gradient equal the parts' in order.  Above _SHARE_CACHE_ENTRIES the scaled
-    parts go their own path (they would hold an N × N Gram each) and the plain ones stay in the call."""
+    parts stay in the call without keeping their Grams (an N × N array each): the reduction recomputes them."""
     if backend not in ff.available_backends():
         pytest.skip("the C++ extension is not built")
     X = mixed_space.sample_encoded(25, seed=8)
@@ -148,14 +148,48 @@ def test_the_parts_in_one_call_are_each_parts_own(mixed_space, backend, monkeypa
         expected = kernel._chain(own)
         terms.gram(theta)
         np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
+    kept = terms.reduction(W)
     monkeypatch.setattr(additive, "_SHARE_CACHE_ENTRIES", 24 ** 2)
     terms = kernel._likelihood_terms(X)
-    assert terms._fused_parts == [1, 3] and terms._gram_order == [0, 1, 2]    # the plain sum where "a" stands
-    theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
+    assert terms._fused_parts == [0, 1, 2, 3] and terms._gram_order == [0] and not terms._fused.keep_grams
     own = _own_grams(terms, theta, range(4))
-    np.testing.assert_array_equal(terms.gram(theta), own[0] + own[1] + own[3] + own[2])
+    np.testing.assert_array_equal(terms.gram(theta), own[0] + own[1] + own[2] + own[3])
+    assert all(scaling is None or scaling[2] is None for scaling in terms._fused._at[-1])   # no Gram kept
+    recomputed = terms.reduction(W)
+    np.testing.assert_allclose(recomputed, kept, rtol=1e-12, atol=1e-13 * np.abs(kept).max())
     expected = kernel.clone_with_theta(theta).gradient_reduction(X, W)
-    np.testing.assert_allclose(terms.reduction(W), expected, rtol=1e-11, atol=1e-12 * np.abs(expected).max())
+    np.testing.assert_allclose(recomputed, expected, rtol=1e-11, atol=1e-12 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("symmetric_weights", [True, False])
+def test_a_scaled_parts_share_without_its_gram_matches_the_reference(mixed_space, symmetric_weights):
+    """fm_grad_reduction_sum with a scaling whose Gram is None (not kept: the C++ backend forms W ∘ wwᵀ pair by
+    pair and the weights' β share from the Gram's chunks) against the reference backend's definition, for a
+    symmetric W (read on one triangle) and any W, on more points than one tile of the row sums holds."""
+    if "cpp" not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    from fastfm._backends import cpp, numpy_backend
+    X = mixed_space.sample_encoded(300, seed=21)
+    kernel = fk.AdditiveFM(mixed_space, backend="cpp")
+    terms = kernel._likelihood_terms(X)
+    fused = terms._fused
+    theta = kernel.theta + np.random.default_rng(22).uniform(-1, 1, kernel.n_theta)
+    terms.gram(theta)
+    lengthscales, alphas, betas, variances, _, _, kept = fused._at
+    W = np.random.default_rng(23).normal(size=(300, 300))
+    if symmetric_weights:
+        W = W + W.T
+    np.fill_diagonal(W, 0.0)
+    scalings = [None if scaling is None else (scaling[0], scaling[1], None) for scaling in kept]
+    assert sum(scaling is not None for scaling in scalings) == 2
+    arguments = (fused.C, lengthscales, fused.states, W, fused.spectra, alphas, betas, variances, fused.modulation,
+                 symmetric_weights)
+    reference = numpy_backend.fm_grad_reduction_sum(*arguments, scalings)
+    with_grams = cpp.fm_grad_reduction_sum(*arguments, kept)
+    recomputed = cpp.fm_grad_reduction_sum(*arguments, scalings)
+    scale = np.abs(reference).max()
+    np.testing.assert_allclose(recomputed, reference, rtol=1e-11, atol=1e-12 * scale)
+    np.testing.assert_allclose(recomputed, with_grams, rtol=1e-12, atol=1e-13 * scale)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "cpp"])

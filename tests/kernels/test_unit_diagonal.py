@@ -131,6 +131,61 @@ def test_likelihood_terms_agree_with_the_kernel(space, backend, keeps_unscaled_g
     np.testing.assert_allclose(terms.reduction(W.copy()), kernel.gradient_reduction(X, W), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("kernel_name", list(KERNELS))
+def test_the_compiled_unit_diagonal_reduction_matches_the_numpy_blocks(kernel_name, monkeypatch):
+    """Above _SHARE_CACHE_ENTRIES the C++ backend's likelihood terms take ``fm_unit_diagonal_reduction`` (W ∘ wwᵀ
+    pair by pair, the weights' share from the Gram's chunks) where the definition, ``_unit_diagonal_reduction``,
+    scales W in place (restored to within rounding) and recomputes the Gram in blocks of rows: the same vector, and
+    the compiled call leaves W as it was, bit for bit."""
+    if "cpp" not in BACKENDS:
+        pytest.skip("the C++ extension is not built")
+    monkeypatch.setattr(ff.kernels.fm, "_SHARE_CACHE_ENTRIES", 0)
+    space = SPACES["mixed"]
+    X = space.sample_encoded(300, seed=17)        # several tiles of the row sums
+    kernel = _kernel(kernel_name, space, "cpp", seed=4)
+    W = np.random.default_rng(5).standard_normal((300, 300))
+    W = W + W.T
+    results = []
+    for compiled in (True, False):
+        terms = kernel._likelihood_terms(X)
+        if not compiled:
+            terms._unit_diagonal_reduction = None
+        terms.gram(kernel.theta)
+        given = W.copy()
+        results.append(terms.reduction(given))
+        if compiled:
+            np.testing.assert_array_equal(given, W)
+    scale = np.abs(results[1]).max()
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-11, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("symmetric_weights", [True, False])
+def test_fm_unit_diagonal_reduction_against_its_definition(symmetric_weights):
+    """The binding's sums and per-point shares against the reference backend's reduction with W ∘ wwᵀ and
+    r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab, for a symmetric W (one triangle read) and any W."""
+    if "cpp" not in BACKENDS:
+        pytest.skip("the C++ extension is not built")
+    from fastfm._backends import cpp, numpy_backend
+    space = SPACES["mixed"]
+    kernel = _kernel("ModLap", space, "cpp", seed=6)
+    X = space.sample_encoded(150, seed=18)
+    C, D = kernel._split(X)
+    C = C / kernel.lengthscale
+    args = (space.packed_spectra, np.asarray(kernel.alpha, float), np.asarray(kernel.beta, float), 1.3,
+            kernel._modulation)
+    rng = np.random.default_rng(19)
+    W, w = rng.standard_normal((150, 150)), rng.uniform(0.5, 2.0, 150)
+    if symmetric_weights:
+        W = W + W.T
+    *sums, per_point = cpp.fm_unit_diagonal_reduction(C, D, W, w, *args, symmetric_weights)
+    reference = numpy_backend.fm_grad_reduction(C, D, W * w[:, None] * w[None, :], *args, symmetric_weights)
+    K = numpy_backend.fm_gram(C, D, None, None, *args)
+    expected_r = np.einsum("ab,ab->a", (W + W.T) * w[:, None] * w[None, :], K)
+    for got, want in zip(sums, reference):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12 * np.abs(want).max())
+    np.testing.assert_allclose(per_point, expected_r, rtol=1e-11, atol=1e-12 * np.abs(expected_r).max())
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_likelihood_gram_evaluates_the_groups_once_for_its_normalisers_and_its_scaling(space, backend):
     """``_FMLikelihoodTerms.gram`` hands the normalisers' f at the groups to the unit-diagonal scaling

@@ -1998,6 +1998,45 @@ void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::
     });
 }
 
+// The row weights' share of a unit-diagonal kernel K̃_ab = w_a K_ab w_b in its gradient reduction needs, per point a,
+// r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab (fm._unit_diagonal_reduction's per_point: 2 Σ_b W_ab K̃_ab for a symmetric W).
+// Without an N × N Gram: the tiles compute the Gram's upper triangle a chunk at a time (kernel_row_chunk, the
+// columns being the rows), add each pair's value to row a's sum and to column b's entry of the tile's own partial
+// array, which are summed in tile order afterwards, so that r does not depend on the thread schedule.
+template <typename T>
+struct WeightedRowSumProblem {
+    const GramProblem<T>* gram = nullptr;  // symmetric: the rows are the columns (N points)
+    const T* W = nullptr;                  // (N, N); W_ab and W_ba are read on the triangle b ≥ a
+    const T* row_weights = nullptr;        // w (N,)
+    bool symmetric_weights = false;        // W = Wᵀ promised: W_ab stands for both
+    std::vector<T>* tile_partials = nullptr;  // n_tiles × N
+};
+
+template <typename T>
+void weighted_row_sums_tile(const WeightedRowSumProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1,
+                            std::size_t tile) {
+    const std::size_t N = pb.gram->cols->n_points;
+    T* FASTFM_RESTRICT sums = pb.tile_partials->data() + tile * N;
+    std::vector<T> values(Workspace<T>::B);
+    const T* FASTFM_RESTRICT w = pb.row_weights;
+    for_each_row_chunk<T>(a0, a1, N, true, [&](std::size_t a, std::size_t js, std::size_t count) {
+        kernel_row_chunk(*pb.gram, ws, a, js, count, values.data());
+        const T* FASTFM_RESTRICT w_row = pb.W + a * N + js;
+        // W'_ab = (W_ab w_a) w_b, as numpy's W * w[:, None] * w[None, :] (fm._unit_diagonal_reduction)
+        const T wa = w[a];
+        T row = 0;
+        for (std::size_t j = 0; j < count; ++j) {
+            const std::size_t b = js + j;
+            const T both = pb.symmetric_weights ? T(2) * ((w_row[j] * wa) * w[b])
+                                                : (w_row[j] * wa) * w[b] + (pb.W[b * N + a] * w[b]) * wa;
+            const T pair = both * values[j];
+            row += pair;
+            if (b != a) sums[b] += pair;   // the pair (b, a) of row b; the diagonal pair counts once
+        }
+        sums[a] += row;
+    });
+}
+
 // Σ_ab W_ab ∂K_ab/∂log ψ.  Components: [log θ (Dc) | log α (P) | log β (P) | log σ²].
 // symmetric: coordinates, pairs a ≤ b weighted W_ab + W_ba (a < b) or W_aa;
 // otherwise (R given): every pair, and omega[a, b] = W_ab ∂K_ab/∂R_ab is written.
@@ -2009,6 +2048,9 @@ struct ReductionProblem {
     const PointColumns<T>* cols = nullptr;
     const T* R = nullptr;  // (N, N) argument, or nullptr for coordinates
     const T* W = nullptr;  // (N, N)
+    // Or W ∘ wwᵀ with these row weights w (N,) (a unit-diagonal kernel's reduction: fm._unit_diagonal_reduction's
+    // W'), formed pair by pair as (W_ab w_a) w_b instead of in an N × N copy; dense W only, not the fused kernel.
+    const T* row_weights = nullptr;
     // The caller promises W = Wᵀ (GP fitting: W = ½(ααᵀ − K⁻¹)): a pair a < b then weighs 2 W_ab
     // from W's row a alone, and the transposed copy of W's columns is skipped (15-23 % of the
     // reduction on the all-nominal Func3C / Ackley5C spaces, N = 500-2000, one thread).
@@ -2070,7 +2112,9 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
     T* FASTFM_RESTRICT beta_scale = ws.beta_scale.data();
     const T sigma2 = plan.derivative_variance;
     const bool register_kernel = pb.register_kernel != nullptr && reduction_kernel_applies(plan);
-    const bool fused = symmetric && pb.fused_kernel != nullptr && fused_reduction_applies(plan);
+    const bool fused = symmetric && pb.fused_kernel != nullptr && pb.row_weights == nullptr &&
+                       fused_reduction_applies(plan);
+    const T* FASTFM_RESTRICT rw = pb.row_weights;
     const std::size_t first = symmetric ? a0 : 0;
     for (std::size_t j0 = first; j0 < N; j0 += B) {
         const std::size_t j1 = std::min(N, j0 + B);
@@ -2120,6 +2164,20 @@ void reduction_tile(const ReductionProblem<T>& pb, Workspace<T>& ws, std::size_t
                 squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
                 continuous_argument(sq, count, exponent, arg);
                 low_rank_pair_weights(pb.U_t, pb.Z_t, pb.low_rank, N, a, js, count, sigma2, wts);
+            } else if (symmetric && rw != nullptr) {
+                // W' = (W_ab w_a) w_b pair by pair, then as below
+                squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
+                continuous_argument(sq, count, exponent, arg);
+                const T wa = rw[a];
+                if (pb.symmetric_weights) {
+                    const T twice = T(2) * sigma2;
+                    for (std::size_t j = 0; j < count; ++j) wts[j] = twice * ((w_row[j] * wa) * rw[js + j]);
+                } else {
+                    const T* FASTFM_RESTRICT w_col = ws.transposed_weights.data() + (a - a0) * B + (js - j0);
+                    for (std::size_t j = 0; j < count; ++j)
+                        wts[j] = sigma2 * ((w_row[j] * wa) * rw[js + j] + (w_col[j] * rw[js + j]) * wa);
+                }
+                if (js == a) wts[0] = sigma2 * ((w_row[0] * wa) * wa);  // the diagonal pair counts once
             } else if (symmetric) {
                 squared_distances(pb.rows_continuous + a * Dc, *pb.cols, js, count, sq);
                 continuous_argument(sq, count, exponent, arg);
@@ -2335,6 +2393,31 @@ std::vector<T> run_reduction(ReductionProblem<T> pb, int n_threads,
     std::vector<T> sums(n_components, T(0));
     for (std::size_t t = 0; t < n_tiles; ++t)
         for (std::size_t c = 0; c < n_components; ++c) sums[c] += partials[t * n_components + c];
+    return sums;
+}
+
+// r (N,) of WeightedRowSumProblem for the symmetric Gram problem `gram`.  At most ~128 tiles (their partial arrays
+// are n_tiles × N), each at least kTileRows rows.
+template <typename T, typename RowSumTileFn>
+std::vector<T> run_weighted_row_sums(const GramProblem<T>& gram, const T* W, const T* row_weights,
+                                     bool symmetric_weights, int n_threads, RowSumTileFn tile) {
+    const std::size_t N = gram.n_rows;
+    const std::size_t tile_rows = std::max<std::size_t>(kTileRows, (N + 127) / 128);
+    const std::size_t n_tiles = (N + tile_rows - 1) / tile_rows;
+    std::vector<T> partials(n_tiles * N, T(0));
+    WeightedRowSumProblem<T> pb;
+    pb.gram = &gram;
+    pb.W = W;
+    pb.row_weights = row_weights;
+    pb.symmetric_weights = symmetric_weights;
+    pb.tile_partials = &partials;
+    const FMPlan<T>& plan = *gram.plan;
+    for_each_row_tile(
+        N, tile_rows, n_threads, [&] { return Workspace<T>(plan.n_variables(), plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t t) { tile(pb, ws, a0, a1, t); });
+    std::vector<T> sums(N, T(0));
+    for (std::size_t t = 0; t < n_tiles; ++t)
+        for (std::size_t b = 0; b < N; ++b) sums[b] += partials[t * N + b];
     return sums;
 }
 
