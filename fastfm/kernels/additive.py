@@ -296,8 +296,8 @@ class _AdditiveLikelihoodTerms:
         # (fm._PartSum), the others part by part; the Gram adds their sum where the first of them stands, so that K
         # is summed in the parts' order wherever they come first.  A scaled part keeps its N × N Gram for the
         # gradient up to _SHARE_CACHE_ENTRIES entries (N ≤ 724); above, the reduction recomputes it a chunk at a time
-        # (_PartSum's keep_grams), which at N = 1,000 took a fifth of a fit through the parts' own paths (their
-        # Grams recomputed in blocks of rows and W ∘ wwᵀ in NumPy: docs/benchmarks/large-n.md, "AdditiveFM's fit")
+        # (_PartSum's keep_grams), where the parts' own paths took a fifth of a fit at N = 1,000 (their Grams
+        # recomputed in blocks of rows, W ∘ wwᵀ in NumPy: large-n.md, "AdditiveFM's likelihood at large N")
         small = len(X) ** 2 <= _SHARE_CACHE_ENTRIES
         fused = [k for k, part in enumerate(self.parts) if part.plain or (part.scaled and part.all_free)]
         if not fused or not _PartSum.shares_points([self.parts[k] for k in fused]):
