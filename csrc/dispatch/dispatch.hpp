@@ -93,8 +93,6 @@ void gram_tile_f64(const fastfm::GramProblem<double>& pb, fastfm::Workspace<doub
 void neighbour_gram_f64(const fastfm::FMPlan<double>& plan, const double* c, const int64_t* v,
                         const fastfm::PointColumns<double>& cols, const int64_t* var_index, const int64_t* new_state,
                         std::size_t n_neighbours, double* K, int n_threads);
-void weighted_row_sums_tile_f64(const fastfm::WeightedRowSumProblem<double>& pb, fastfm::Workspace<double>& ws,
-                                std::size_t a0, std::size_t a1, std::size_t tile);
 
 // fm_reduction.cpp
 void reduction_tile_f64(const fastfm::ReductionProblem<double>& pb, fastfm::Workspace<double>& ws, std::size_t a0,

@@ -8,13 +8,6 @@ FASTFM_HOT void gram_tile_f64(const fastfm::GramProblem<double>& pb, fastfm::Wor
     fastfm::gram_tile(pb, ws, a0, a1);
 }
 
-// the Gram's chunks as gram_tile computes them (this file's ISA clones), for a unit-diagonal kernel's β share
-FASTFM_HOT void weighted_row_sums_tile_f64(const fastfm::WeightedRowSumProblem<double>& pb,
-                                           fastfm::Workspace<double>& ws, std::size_t a0, std::size_t a1,
-                                           std::size_t tile) {
-    fastfm::weighted_row_sums_tile(pb, ws, a0, a1, tile);
-}
-
 FASTFM_HOT void neighbour_gram_f64(const fastfm::FMPlan<double>& plan, const double* c, const int64_t* v,
                                    const fastfm::PointColumns<double>& cols, const int64_t* var_index,
                                    const int64_t* new_state, std::size_t n_neighbours, double* K, int n_threads) {

@@ -13,21 +13,6 @@ namespace fastfm_py {
 
 namespace {
 
-// The Gram problem of n points (rows C (n × Dc), states) against themselves (`cols`, built from the same rows):
-// computed once per pair and mirrored into K, or read a chunk at a time (fastfm::run_weighted_row_sums, K unused).
-fastfm::GramProblem<double> self_gram(const fastfm::FMPlan<double>& plan, const double* C, const int64_t* states,
-                                      const fastfm::PointColumns<double>& cols, std::size_t n, double* K = nullptr) {
-    fastfm::GramProblem<double> pb;
-    pb.plan = &plan;
-    pb.rows_continuous = C;
-    pb.rows_states = states;
-    pb.cols = &cols;
-    pb.n_rows = n;
-    pb.symmetric = true;
-    pb.K = K;
-    return pb;
-}
-
 // β block += Σ_a r_a G_a: a unit-diagonal part's weights' share, G = ∂log w/∂log β (n × P, row-major).
 void add_weight_share(const std::vector<double>& r, const double* G, std::size_t P, double* beta) {
     for (std::size_t a = 0; a < r.size(); ++a)
@@ -151,10 +136,9 @@ py::tuple fm_unit_diagonal_reduction(const py::object& C_obj, const py::object& 
         fastfm::FMPlan<double> plan = with_lanes(
             fastfm::FMPlan<double>(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, dc, true));
         plan.prepare_rational();
-        const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), D.data(), n, dc, tables.n_variables());
         const std::vector<double> r =
-            fastfm::run_weighted_row_sums(self_gram(plan, C.data(), D.data(), cols, n), weights, rw,
-                                          symmetric_weights, num_threads, &fastfm_dispatch::weighted_row_sums_tile_f64);
+            fastfm::run_weighted_row_sums(plan, C.data(), D.data(), n, weights, rw, symmetric_weights, num_threads,
+                                          &fastfm_dispatch::gram_tile_f64);
         std::copy(r.begin(), r.end(), per_point.mutable_data());
     }
     return py::make_tuple(sums[0], sums[1], sums[2], sums[3], per_point);
@@ -431,8 +415,15 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
             const fastfm::FMPlan<double> plan = s.plan(k, true);
             const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
                                                                        s.tables[k]->n_variables());
-            fastfm::run_gram(self_gram(plan, C.data(), s.states[k].data(), cols, n, target), num_threads,
-                             &fastfm_dispatch::gram_tile_f64);
+            fastfm::GramProblem<double> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = C.data();
+            pb.rows_states = s.states[k].data();
+            pb.cols = &cols;
+            pb.n_rows = n;
+            pb.symmetric = true;
+            pb.K = target;
+            fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
             if (weighted) {
                 const double* w = weights[k].data();
                 for (std::size_t a = 0; a < n; ++a)
@@ -536,8 +527,8 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
                 // the share from the Gram's chunks, no N × N array (fastfm::run_weighted_row_sums)
                 const fastfm::FMPlan<double> gram_plan = s.plan(k, true);
                 const std::vector<double> r = fastfm::run_weighted_row_sums(
-                    self_gram(gram_plan, C.data(), s.states[k].data(), cols, n), W.data(), row_weights[k].data(),
-                    symmetric_weights, num_threads, &fastfm_dispatch::weighted_row_sums_tile_f64);
+                    gram_plan, C.data(), s.states[k].data(), n, W.data(), row_weights[k].data(), symmetric_weights,
+                    num_threads, &fastfm_dispatch::gram_tile_f64);
                 add_weight_share(r, log_derivatives[k].data(), P, flat + dc + P);
             } else if (scaled[k]) {
                 // Σ_ab W_ab K̃_ab (G_a + G_b) = Σ_a G_a r_a with r_a = Σ_b (W_ab + W_ba) K̃_ab (2 Σ_b W_ab K̃_ab when W

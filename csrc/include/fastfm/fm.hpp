@@ -1998,45 +1998,6 @@ void gram_tile(const GramProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::
     });
 }
 
-// The row weights' share of a unit-diagonal kernel K̃_ab = w_a K_ab w_b in its gradient reduction needs, per point a,
-// r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab (fm._unit_diagonal_reduction's per_point: 2 Σ_b W_ab K̃_ab for a symmetric W).
-// Without an N × N Gram: the tiles compute the Gram's upper triangle a chunk at a time (kernel_row_chunk, the
-// columns being the rows), add each pair's value to row a's sum and to column b's entry of the tile's own partial
-// array, which are summed in tile order afterwards, so that r does not depend on the thread schedule.
-template <typename T>
-struct WeightedRowSumProblem {
-    const GramProblem<T>* gram = nullptr;  // symmetric: the rows are the columns (N points)
-    const T* W = nullptr;                  // (N, N); W_ab and W_ba are read on the triangle b ≥ a
-    const T* row_weights = nullptr;        // w (N,)
-    bool symmetric_weights = false;        // W = Wᵀ promised: W_ab stands for both
-    std::vector<T>* tile_partials = nullptr;  // n_tiles × N
-};
-
-template <typename T>
-void weighted_row_sums_tile(const WeightedRowSumProblem<T>& pb, Workspace<T>& ws, std::size_t a0, std::size_t a1,
-                            std::size_t tile) {
-    const std::size_t N = pb.gram->cols->n_points;
-    T* FASTFM_RESTRICT sums = pb.tile_partials->data() + tile * N;
-    std::vector<T> values(Workspace<T>::B);
-    const T* FASTFM_RESTRICT w = pb.row_weights;
-    for_each_row_chunk<T>(a0, a1, N, true, [&](std::size_t a, std::size_t js, std::size_t count) {
-        kernel_row_chunk(*pb.gram, ws, a, js, count, values.data());
-        const T* FASTFM_RESTRICT w_row = pb.W + a * N + js;
-        // W'_ab = (W_ab w_a) w_b, as numpy's W * w[:, None] * w[None, :] (fm._unit_diagonal_reduction)
-        const T wa = w[a];
-        T row = 0;
-        for (std::size_t j = 0; j < count; ++j) {
-            const std::size_t b = js + j;
-            const T both = pb.symmetric_weights ? T(2) * ((w_row[j] * wa) * w[b])
-                                                : (w_row[j] * wa) * w[b] + (pb.W[b * N + a] * w[b]) * wa;
-            const T pair = both * values[j];
-            row += pair;
-            if (b != a) sums[b] += pair;   // the pair (b, a) of row b; the diagonal pair counts once
-        }
-        sums[a] += row;
-    });
-}
-
 // Σ_ab W_ab ∂K_ab/∂log ψ.  Components: [log θ (Dc) | log α (P) | log β (P) | log σ²].
 // symmetric: coordinates, pairs a ≤ b weighted W_ab + W_ba (a < b) or W_aa;
 // otherwise (R given): every pair, and omega[a, b] = W_ab ∂K_ab/∂R_ab is written.
@@ -2396,29 +2357,57 @@ std::vector<T> run_reduction(ReductionProblem<T> pb, int n_threads,
     return sums;
 }
 
-// r (N,) of WeightedRowSumProblem for the symmetric Gram problem `gram`.  At most ~128 tiles (their partial arrays
-// are n_tiles × N), each at least kTileRows rows.
-template <typename T, typename RowSumTileFn>
-std::vector<T> run_weighted_row_sums(const GramProblem<T>& gram, const T* W, const T* row_weights,
-                                     bool symmetric_weights, int n_threads, RowSumTileFn tile) {
-    const std::size_t N = gram.n_rows;
+// The row weights' share of a unit-diagonal kernel K̃_ab = w_a K_ab w_b in its gradient reduction needs, per point a,
+// r_a = Σ_b (W_ab + W_ba) w_a w_b K_ab (fm._unit_diagonal_reduction's per_point: 2 Σ_b W_ab K̃_ab for a symmetric W),
+// K the Gram of `plan` on the N points (C (N × Dc), states (N × P)) against themselves.  Without an N × N Gram: each
+// tile of rows [a0, a1) computes its block of K against the points a0.. (the upper triangle and the tile's own small
+// square) with the Gram's tile function `gram_tile` (an ISA-dispatched gram_tile, so that no other instantiation of
+// the Gram's kernels is compiled), adds each pair (a, b ≥ a) to row a's sum and to column b's entry of the tile's
+// partial array; the partial arrays are summed in tile order, so that r does not depend on the thread schedule.
+// W_ab and W_ba are read on that triangle (symmetric_weights: W = Wᵀ promised, W_ab stands for both); W'_ab is
+// (W_ab w_a) w_b, numpy's W * w[:, None] * w[None, :].  At most ~128 tiles (partials: n_tiles × N).
+template <typename T, typename GramTileFn>
+std::vector<T> run_weighted_row_sums(const FMPlan<T>& plan, const T* C, const int64_t* states, std::size_t N,
+                                     const T* W, const T* w, bool symmetric_weights, int n_threads,
+                                     GramTileFn gram_tile) {
+    const std::size_t Dc = plan.n_continuous, P = plan.n_variables();
     const std::size_t tile_rows = std::max<std::size_t>(kTileRows, (N + 127) / 128);
     const std::size_t n_tiles = (N + tile_rows - 1) / tile_rows;
     std::vector<T> partials(n_tiles * N, T(0));
-    WeightedRowSumProblem<T> pb;
-    pb.gram = &gram;
-    pb.W = W;
-    pb.row_weights = row_weights;
-    pb.symmetric_weights = symmetric_weights;
-    pb.tile_partials = &partials;
-    const FMPlan<T>& plan = *gram.plan;
     for_each_row_tile(
-        N, tile_rows, n_threads, [&] { return Workspace<T>(plan.n_variables(), plan.max_states); },
-        [&](Workspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t t) { tile(pb, ws, a0, a1, t); });
-    std::vector<T> sums(N, T(0));
+        N, tile_rows, n_threads, [&] { return Workspace<T>(P, plan.max_states); },
+        [&](Workspace<T>& ws, std::size_t a0, std::size_t a1, std::size_t t) {
+            const std::size_t width = N - a0, rows = a1 - a0;
+            const auto cols = PointColumns<T>::from_rows(C + a0 * Dc, states + a0 * P, width, Dc, P);
+            std::vector<T> block(rows * width);
+            GramProblem<T> pb;
+            pb.plan = &plan;
+            pb.rows_continuous = C + a0 * Dc;
+            pb.rows_states = states + a0 * P;
+            pb.cols = &cols;
+            pb.n_rows = rows;
+            pb.K = block.data();
+            gram_tile(pb, ws, 0, rows);
+            T* FASTFM_RESTRICT sums = partials.data() + t * N;
+            for (std::size_t a = a0; a < a1; ++a) {
+                const T* FASTFM_RESTRICT k_row = block.data() + (a - a0) * width - a0;   // k_row[b] = K_ab
+                const T* FASTFM_RESTRICT w_row = W + a * N;
+                const T wa = w[a];
+                T row = 0;
+                for (std::size_t b = a; b < N; ++b) {
+                    const T both = symmetric_weights ? T(2) * ((w_row[b] * wa) * w[b])
+                                                     : (w_row[b] * wa) * w[b] + (W[b * N + a] * w[b]) * wa;
+                    const T pair = both * k_row[b];
+                    row += pair;
+                    if (b != a) sums[b] += pair;   // the pair (b, a) of row b; the diagonal pair counts once
+                }
+                sums[a] += row;
+            }
+        });
+    std::vector<T> r(N, T(0));
     for (std::size_t t = 0; t < n_tiles; ++t)
-        for (std::size_t b = 0; b < N; ++b) sums[b] += partials[t * N + b];
-    return sums;
+        for (std::size_t b = 0; b < N; ++b) r[b] += partials[t * N + b];
+    return r;
 }
 
 template <typename T, typename CrossTileFn = decltype(&DefaultTiles<T>::cross_gradient)>
