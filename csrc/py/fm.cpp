@@ -132,10 +132,7 @@ py::tuple fm_unit_diagonal_reduction(const py::object& C_obj, const py::object& 
     {
         py::gil_scoped_release release;
         const std::size_t n = static_cast<std::size_t>(N), dc = static_cast<std::size_t>(C.shape(1));
-        // the Gram's plan: rational forms and the continuant path, as fm_gram
-        fastfm::FMPlan<double> plan = with_lanes(
-            fastfm::FMPlan<double>(tables, h.alphas.data(), h.betas.data(), h.variance, h.modulation, dc, true));
-        plan.prepare_rational();
+        const fastfm::FMPlan<double> plan = make_plan(h, dc, true);   // the Gram's plan, as fm_gram's
         const std::vector<double> r =
             fastfm::run_weighted_row_sums(plan, C.data(), D.data(), n, weights, rw, symmetric_weights, num_threads,
                                           &fastfm_dispatch::gram_tile_f64);
