@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from fastfm.benchmarks import get_problem
-from fastfm.benchmarks.regression import make_mixed_regression
+from fastfm.benchmarks.regression import make_mixed_regression, score_predictions
 from fastfm.gp import GaussianProcessRegressor
 from fastfm.kernels import make_kernel
 
@@ -34,14 +34,6 @@ def datasets(n, n_test):
         yield f"{name} noise{relative_noise}", problem.space, X[:n], f[:n], X[n:], f[n:]
 
 
-def held_out(gp, X_test, y_test):
-    """(RMSE, mean negative log density of the noisy targets)."""
-    mean, std = gp.predict(X_test, return_std=True)
-    variance = std ** 2 + gp.noise_ * gp.y_std_ ** 2
-    nll = np.mean(0.5 * np.log(2 * np.pi * variance) + 0.5 * (y_test - mean) ** 2 / variance)
-    return float(np.sqrt(np.mean((mean - y_test) ** 2))), float(nll)
-
-
 def main(argv):
     n, kernels, counts = int(argv[0]), argv[1].split(","), [int(c) for c in argv[2].split(",")]
     warnings.simplefilter("ignore")
@@ -54,7 +46,7 @@ def main(argv):
                                               hyperparameter_subset=None, noise_restarts=count).fit(X, y)
                 row[count] = {"seconds": round(time.perf_counter() - start, 2), "noise": float(f"{gp.noise_:.3g}"),
                               "lml": round(gp.log_marginal_likelihood_value_, 3),
-                              "rmse_nll": [round(v, 4) for v in held_out(gp, X_test, y_test)]}
+                              "rmse_nll": [round(v, 4) for v in score_predictions(gp, X_test, y_test)]}
             print(json.dumps(row), flush=True)
 
 

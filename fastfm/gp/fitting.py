@@ -167,9 +167,9 @@ def objective(kernel, X, y, prior):
 _thread_key = threading.get_ident
 
 
-def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finalists, with_value=False):
-    """(best [θ, log noise] or None, starts that failed): L-BFGS-B from every start, raced if asked; with
-    ``with_value`` also the best objective (−log p(y|θ) − log p(θ); inf if every start failed)."""
+def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finalists):
+    """(best [θ, log noise] or None, starts that failed, its objective −log p(y|θ) − log p(θ), inf if every start
+    failed): L-BFGS-B from every start, raced if asked."""
     racing = n_finalists is not None and n_finalists < len(starts)
     screen_options = dict(_LBFGSB_OPTIONS, maxiter=_SCREEN_MAXITER) if racing else options
 
@@ -213,7 +213,7 @@ def _best_of_starts(kernel, X, y, starts, bounds, options, theta_prior, n_finali
             n_failed += 1
         elif result.fun < best_value:
             best_theta, best_value = np.array(result.x, dtype=float), float(result.fun)
-    return (best_theta, n_failed, best_value) if with_value else (best_theta, n_failed)
+    return best_theta, n_failed, best_value
 
 
 def _fit_on_all(kernel, X, y, noise, noise_log_bounds, *, theta_prior, n_restarts, n_finalists, random_state,
@@ -235,7 +235,7 @@ def _fit_on_all(kernel, X, y, noise, noise_log_bounds, *, theta_prior, n_restart
         distribution = theta_prior if hasattr(theta_prior, "sample") else restart_distribution(kernel)
         starts.extend(distribution.sample(rng, n_restarts, bounds))
     best_theta, n_failed, best_value = _best_of_starts(kernel, X, y, starts, bounds, _LBFGSB_OPTIONS, theta_prior,
-                                                       n_finalists, with_value=True)
+                                                       n_finalists)
     if best_theta is None:
         raise FitError(
             f"all {len(starts)} L-BFGS-B starts failed to evaluate the log marginal likelihood "
@@ -273,8 +273,7 @@ def _noise_restarts(kernel, X, y, best_theta, best_value, count, bounds, theta_p
                               + i * math.log(10.0), hi)
         if start[n_kernel] <= best_theta[n_kernel]:
             continue          # the noise is at its upper bound already
-        theta, _, value = _best_of_starts(kernel, X, y, [start], bounds, _LBFGSB_OPTIONS, theta_prior, None,
-                                          with_value=True)
+        theta, _, value = _best_of_starts(kernel, X, y, [start], bounds, _LBFGSB_OPTIONS, theta_prior, None)
         if value < best_value:
             best_theta, best_value = theta, value
     return best_theta
@@ -336,7 +335,7 @@ def fit_hyperparameters(kernel, X, y, noise, noise_log_bounds, *, optimizer, the
     kernel = kernel.clone_with_theta(kernel.theta)
     bounds = np.vstack([kernel.bounds, noise_log_bounds])
     start = np.clip(tuned.theta, bounds[:, 0], bounds[:, 1])
-    best_theta, n_failed = _best_of_starts(kernel, X, y, [start], bounds, _REFINE_OPTIONS, theta_prior, n_finalists)
+    best_theta, n_failed, _ = _best_of_starts(kernel, X, y, [start], bounds, _REFINE_OPTIONS, theta_prior, n_finalists)
     if best_theta is None:
         # the refinement failed on all N points: keep the subset's optimum (the final factorisation
         # then reports a θ whose matrix cannot be factorised)

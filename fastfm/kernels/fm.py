@@ -910,25 +910,22 @@ class _FMLikelihoodTerms:
 
         The a = b pairs are summed apart (FMKernel._reduction_split_at_the_diagonal)."""
         C, args, dlog_c, betas, K_diag, scaling, unscaled = self._at
-        if scaling is not None and unscaled is None and grad_reduction is None and \
-                self._unit_diagonal_reduction is not None:
-            # above _SHARE_CACHE_ENTRIES: the compiled call forms W ∘ wwᵀ pair by pair and recomputes the Gram a chunk
-            # at a time for the weights' share, where _unit_diagonal_reduction scales W in place and recomputes it in
-            # blocks of rows in NumPy (a fifth of an AdditiveFM fit at N = 1,000 went there)
-            w, G = scaling
-            *sums, per_point = self._unit_diagonal_reduction(C, self.D, W_off, w, *args, True)
-            vector = _fm_reduction_vector(*sums, dlog_c)
-            beta_start = self.n_continuous + self.n_discrete
-            vector[beta_start:beta_start + G.shape[1]] += per_point @ G
-            vector[-1] += float(np.sum(w_diag * K_diag))
-            return vector[self.mask]
         if scaling is not None:   # unit diagonal (FMKernel._reduction_split_at_the_diagonal)
             w, G = scaling
-            vector = _unit_diagonal_reduction(
-                lambda scaled: _fm_reduction_vector(*self._grad_reduction(C, self.D, scaled, *args, True), dlog_c),
-                (unscaled if unscaled is not None
-                 else (lambda rows: self._gram(C[rows], self.D[rows], C, self.D, *args))),
-                W_off, w, G, self.n_continuous + self.n_discrete, True)
+            beta_start = self.n_continuous + self.n_discrete
+            if unscaled is None and grad_reduction is None and self._unit_diagonal_reduction is not None:
+                # above _SHARE_CACHE_ENTRIES: the compiled call forms W ∘ wwᵀ pair by pair and recomputes the Gram a
+                # tile at a time for the weights' share, where _unit_diagonal_reduction scales W in place and
+                # recomputes it in blocks of rows in NumPy (a fifth of an AdditiveFM fit at N = 1,000 went there)
+                *sums, per_point = self._unit_diagonal_reduction(C, self.D, W_off, w, *args, True)
+                vector = _fm_reduction_vector(*sums, dlog_c)
+                vector[beta_start:beta_start + G.shape[1]] += per_point @ G
+            else:
+                vector = _unit_diagonal_reduction(
+                    lambda scaled: _fm_reduction_vector(*self._grad_reduction(C, self.D, scaled, *args, True), dlog_c),
+                    (unscaled if unscaled is not None
+                     else (lambda rows: self._gram(C[rows], self.D[rows], C, self.D, *args))),
+                    W_off, w, G, beta_start, True)
             vector[-1] += float(np.sum(w_diag * K_diag))
             return vector[self.mask]
         # W is symmetric: the C++ backend reads one triangle of it
