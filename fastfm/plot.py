@@ -373,11 +373,37 @@ def _axis_values(param, n):
     return values, np.arange(len(values), dtype=float), [str(v) for v in values], False
 
 
-def _configs(space, center, assignments):
-    """The configs of ``center`` with each assignment (a dict of name -> value) set, inactive ones dropped."""
+def _best_configs_first(source):
+    """The configs of a run's successful trials, best value first (none for a regressor): where a slice
+    activates a parameter the center lacks, the best trial in which it is active gives its value."""
+    trials = getattr(source, "trials", None)
+    if trials is None:
+        optimizer = getattr(source, "optimizer", None)
+        trials = getattr(optimizer, "trials", None) or []
+    told = [t for t in trials if not t.failed and t.value is not None and math.isfinite(float(t.value))]
+    return [t.config for t in sorted(told, key=lambda t: float(t.value))]
+
+
+def _with_activated_values(space, config, best_configs):
+    """``config`` with every active parameter it lacks taken from the first of ``best_configs`` that has it,
+    repeated while a value taken activates another parameter (conditions nest)."""
+    for _ in range(len(space.parameters)):
+        active = space.is_active(config)
+        missing = [name for name, is_active in active.items() if is_active and name not in config]
+        filled = {name: next((c[name] for c in best_configs if name in c), None) for name in missing}
+        filled = {name: value for name, value in filled.items() if value is not None}
+        if not filled:
+            break
+        config = {**config, **filled}
+    return space.prune(config)
+
+
+def _configs(space, center, assignments, best_configs=()):
+    """The configs of ``center`` with each assignment (a dict of name -> value) set, inactive ones dropped, and
+    a parameter the assignment activates but center lacks taken from ``best_configs`` (a run's trials)."""
     configs = []
     for assignment in assignments:
-        config = space.prune({**center, **assignment})
+        config = _with_activated_values(space, space.prune({**center, **assignment}), best_configs)
         for name, value in assignment.items():
             if name not in config:
                 raise InactiveParameterError(
@@ -390,7 +416,8 @@ def _configs(space, center, assignments):
         raise MissingParameterError(
             f"{exc} (the slice sets {', '.join(f'{k}={v!r}' for k, v in assignments[0].items())}...: give center "
             "a value for every parameter the slice activates; values of parameters inactive at center are kept "
-            "for that)", exc.parameter, exc.value) from exc
+            "for that, and a run's best trial in which the parameter is active gives one)", exc.parameter,
+            exc.value) from exc
 
 
 def _check_center(center):
@@ -443,7 +470,8 @@ def slice_1d(model, space, center, parameter, ax=None, n=200):
         The space the model was fitted on (None: the run's or the model's).
     center : dict
         A config, typically ``result.x``.  On a conditional space it may hold values of parameters inactive
-        there: they are used where the slice activates them.
+        there: they are used where the slice activates them.  Where it lacks one that the slice activates and
+        ``model`` is a run, the value comes from the run's best trial in which that parameter is active.
     parameter : str
     ax : matplotlib Axes, optional
     n : int, default 200
@@ -459,7 +487,7 @@ def slice_1d(model, space, center, parameter, ax=None, n=200):
     _check_center(center)
     param = space[parameter]               # UnknownParameterError naming it
     values, positions, ticks, as_line = _axis_values(param, n)
-    X = _configs(space, center, [{parameter: v} for v in values])
+    X = _configs(space, center, [{parameter: v} for v in values], _best_configs_first(model))
     centre, lower, upper, description = _predictive(gp, X)
     ax = _axes(ax)
     if as_line:
@@ -493,6 +521,7 @@ def slice_2d(model, space, center, parameters, ax=None, n=50, levels=20):
     model : GaussianProcessRegressor, OptimizeResult or Optimizer
     space : Space or None
     center : dict
+        As for ``slice_1d``: values it lacks that the slice activates come from a run's best trial.
     parameters : (str, str)
         The x and the y parameter.
     ax : matplotlib Axes, optional
@@ -516,7 +545,7 @@ def slice_2d(model, space, center, parameters, ax=None, n=50, levels=20):
     axes_values = [_axis_values(param, n) for param in params]
     (values_x, positions_x, ticks_x, line_x), (values_y, positions_y, ticks_y, line_y) = axes_values
     assignments = [{parameters[0]: vx, parameters[1]: vy} for vy in values_y for vx in values_x]
-    X = _configs(space, center, assignments)
+    X = _configs(space, center, assignments, _best_configs_first(model))
     surface = gp.predict(X).reshape(len(values_y), len(values_x))
     ax = _axes(ax)
     if line_x and line_y:

@@ -298,6 +298,25 @@ def test_slices_on_a_conditional_space():
     np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), expected)
 
 
+def test_a_run_fills_what_the_slice_activates_from_its_best_trial_with_it():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = ff.minimize(conditional_objective, CONDITIONAL, n_iter=14, n_init=6, kernel="modlap", seed=3,
+                             progress=False)
+    rbf_trials = sorted((t for t in result.trials if t.config["kernel"] == "rbf"), key=lambda t: t.value)
+    assert rbf_trials, "the run never tried kernel=rbf: pick another seed"
+    best_gamma = rbf_trials[0].config["gamma"]
+    linear = {"kernel": "linear", "C": 3.0}                   # gamma inactive, so absent
+    ax = ffplot.slice_1d(result, CONDITIONAL, linear, "kernel")
+    expected = result.optimizer.model.predict([linear, {"kernel": "rbf", "C": 3.0, "gamma": best_gamma}])
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), expected)
+    explicit = ffplot.slice_1d(result, CONDITIONAL, {**linear, "gamma": 0.5}, "kernel")   # the center's own wins
+    np.testing.assert_allclose(explicit.containers[0].lines[0].get_ydata()[1],
+                               result.optimizer.model.predict([{"kernel": "rbf", "C": 3.0, "gamma": 0.5}])[0])
+    ax2 = ffplot.slice_2d(result, CONDITIONAL, linear, ("C", "kernel"), n=5)
+    assert len(ax2.collections) >= 1
+
+
 # ------------------------------------------------------------------------------------------ to_dataframe
 def test_to_dataframe_has_one_row_per_trial_with_the_parameters_as_columns(bo_result):
     frame = bo_result.to_dataframe()
