@@ -390,8 +390,9 @@ def _with_activated_values(space, config, best_configs):
     for _ in range(len(space.parameters)):
         active = space.is_active(config)
         missing = [name for name, is_active in active.items() if is_active and name not in config]
-        filled = {name: next((c[name] for c in best_configs if name in c), None) for name in missing}
-        filled = {name: value for name, value in filled.items() if value is not None}
+        # a choice may be None itself: a trial that has the parameter is looked for, not a value that is not None
+        sources = {name: next((c for c in best_configs if name in c), None) for name in missing}
+        filled = {name: source[name] for name, source in sources.items() if source is not None}
         if not filled:
             break
         config = {**config, **filled}

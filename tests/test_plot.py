@@ -317,6 +317,20 @@ def test_a_run_fills_what_the_slice_activates_from_its_best_trial_with_it():
     assert len(ax2.collections) >= 1
 
 
+def test_a_filled_value_may_be_none():
+    space = ff.Space([ff.Categorical("mode", ["a", "b"]), ff.Real("x", 0.0, 1.0),
+                      ff.Categorical("extra", [None, 1, 2], active_if={"mode": "b"})])
+    opt = ff.Optimizer(space, n_init=4, kernel="modlap", seed=0)
+    told = [{"mode": "a", "x": 0.2}, {"mode": "a", "x": 0.8}, {"mode": "b", "x": 0.5, "extra": None},
+            {"mode": "b", "x": 0.1, "extra": 2}, {"mode": "a", "x": 0.5}, {"mode": "b", "x": 0.9, "extra": 1}]
+    for config, value in zip(told, [0.3, 0.9, 0.1, 0.5, 0.4, 0.7]):
+        opt.tell(config, value)
+    opt.ask()                                                  # fits the model the slice reads
+    ax = ffplot.slice_1d(opt, space, {"mode": "a", "x": 0.5}, "mode")
+    expected = opt.model.predict([{"mode": "a", "x": 0.5}, {"mode": "b", "x": 0.5, "extra": None}])
+    np.testing.assert_allclose(ax.containers[0].lines[0].get_ydata(), expected)
+
+
 # ------------------------------------------------------------------------------------------ to_dataframe
 def test_to_dataframe_has_one_row_per_trial_with_the_parameters_as_columns(bo_result):
     frame = bo_result.to_dataframe()
