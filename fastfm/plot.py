@@ -376,11 +376,7 @@ def _axis_values(param, n):
 def _best_configs_first(source):
     """The configs of a run's successful trials, best value first (none for a regressor): where a slice
     activates a parameter the center lacks, the best trial in which it is active gives its value."""
-    trials = getattr(source, "trials", None)
-    if trials is None:
-        optimizer = getattr(source, "optimizer", None)
-        trials = getattr(optimizer, "trials", None) or []
-    told = [t for t in trials if not t.failed and t.value is not None and math.isfinite(float(t.value))]
+    told = [t for t in getattr(source, "trials", ()) if not (t.failed or t.value is None)]   # as _trial_values
     return [t.config for t in sorted(told, key=lambda t: float(t.value))]
 
 
