@@ -1,12 +1,14 @@
 """The default ask/tell loop with random points interleaved once the search stalls (a patch of
-``Optimizer._suggest``, not in the library; issue 24 §4, docs/benchmarks/sets.md, "Random points at a stall").
+``Optimizer._suggest``, not in the library; issue 24 §4, docs/benchmarks/sets.md, GMMInit's "Today's default at
+200, and random points at a stall").
 
 Once ``PATIENCE`` told values have passed since the best value last fell, each suggestion is a random point
 (``Optimizer._random_point``) with probability ``P``, drawn from the optimizer's own generator, else the model's.
 Each run appends one row (every value, and how many suggestions after the initial design were random) to OUT.
 The variant ``default`` runs the loop unpatched, so that both arms come from one commit and machine.
 
-    PYTHONPATH=. OMP_NUM_THREADS=1 python asv_benchmarks/sets/stall_random_probe.py stall_random gmminit 0:10 200 out.jsonl
+    PYTHONPATH=. OMP_NUM_THREADS=1 python asv_benchmarks/sets/stall_random_probe.py \
+        stall_random gmminit 0:10 200 out.jsonl
 """
 import json
 import sys
@@ -36,7 +38,8 @@ def _patch():
 
 
 def main(argv):
-    variant, problem_key, seeds, budget, out = argv[0], argv[1], range(*map(int, argv[2].split(":"))), int(argv[3]), argv[4]
+    variant, problem_key, budget, out = argv[0], argv[1], int(argv[3]), argv[4]
+    seeds = range(*map(int, argv[2].split(":")))
     if variant == "stall_random":
         _patch()
     elif variant != "default":
