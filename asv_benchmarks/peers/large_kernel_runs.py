@@ -1,0 +1,68 @@
+"""Optimizer ask/tell runs with Optimizer options given as JSON, one row per (problem, seed) with every value
+(issue 24 §2; docs/benchmarks/bo-efficiency.md, "AdditiveFM on the large problems at 200 evaluations").
+
+Each run is ``fastfm.Optimizer(problem.space, seed=seed, **options)`` asked and told ``--budget`` times on
+``fastfm.benchmarks.get_problem(name)``, one thread, as the head-to-head's fastfm runs are, so that ``--options '{}'``
+gives the head-to-head's fastfm rows value for value and a row of another option pairs with them seed by seed.
+
+    PYTHONPATH=. python asv_benchmarks/peers/large_kernel_runs.py --problems isingsparsification,labs \
+        --seeds 0:10 --budget 200 --label additive --options '{"kernel": "modlap_additive"}' --out out.jsonl
+"""
+import argparse
+import json
+import time
+
+import numpy as np
+
+import fastfm
+from fastfm.benchmarks import get_problem
+from head_to_head import git_state     # this script's folder is on the path when it runs
+
+REPORTED_BUDGETS = (30, 60, 100, 150, 200)
+
+
+def run(name, seed, budget, options):
+    """(values, seconds of each ask) of one run."""
+    problem = get_problem(name)
+    optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
+    values, ask_seconds = [], []
+    for _ in range(budget):
+        start = time.perf_counter()
+        config = optimizer.ask()
+        ask_seconds.append(time.perf_counter() - start)
+        values.append(float(problem(config)))
+        optimizer.tell(config, values[-1])
+    return values, ask_seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--problems", required=True, help="comma-separated fastfm.benchmarks names")
+    parser.add_argument("--seeds", default="0:10", help="START:STOP")
+    parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--label", required=True, help="the variant's name in the rows")
+    parser.add_argument("--options", default="{}", help="Optimizer keyword arguments as a JSON object")
+    parser.add_argument("--out", required=True, help="JSON lines file, appended to")
+    args = parser.parse_args()
+    options = json.loads(args.options)
+    if not isinstance(options, dict):
+        parser.error(f"--options must be a JSON object, got {args.options!r}")
+    start, stop = map(int, args.seeds.split(":"))
+    commit = git_state()["commit"]
+    fastfm.set_config(num_threads=1)
+    for name in args.problems.split(","):
+        for seed in range(start, stop):
+            values, ask_seconds = run(name, seed, args.budget, options)
+            best = np.minimum.accumulate(values)
+            row = {"problem": name, "label": args.label, "options": options, "seed": seed, "budget": args.budget,
+                   "best": {str(k): float(best[k - 1]) for k in REPORTED_BUDGETS if k <= args.budget},
+                   "values": values, "median_ask_seconds": float(np.median(ask_seconds[10:] or ask_seconds)),
+                   "fastfm_commit": commit}
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps({k: row[k] for k in ("problem", "label", "seed", "best", "median_ask_seconds")}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
