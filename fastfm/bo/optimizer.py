@@ -233,8 +233,8 @@ class Optimizer(_Surrogate, _TrialRecords):
         ``kernels.make_kernel``), a kernel object, or "random" for random search.  On
         a space without discrete variables the FM names fall back to Matern52 (FM
         needs a graph).  On a conditional space (SPEC §3) "hierarchical" is the
-        kernel made for it; the FM kernels work there too.  "auto": ModLap, and on spaces of
-        fewer than ADDITIVE_MAX_DIMS columns with a discrete variable and no Set also
+        kernel made for it; the FM kernels work there too.  "auto": ModLap, and on spaces with a
+        discrete variable and no Set, of fewer than ADDITIVE_MAX_DIMS columns or with a continuous variable, also
         ``AdditiveFM`` ("modlap_additive"); each full refit keeps AdditiveFM unless ModLap predicts
         the told values left out better by more than KERNEL_CHOICE_STANDARD_ERRORS standard errors
         (``fastfm.gp.selection``), and ``last_suggestion_info["kernel"]`` names the one kept.  There

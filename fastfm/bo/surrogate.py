@@ -118,7 +118,7 @@ class _Surrogate:
         if _admits_additive(self.space):    # journals written before: no key, no racing on replay
             record["n_finalists"] = FULL_FINALISTS if full else WARM_FINALISTS
         if len(self._kernels) > 1:     # the kernel the warm start belongs to (journals of one kernel: no key)
-            record["warm_kernel"] = None if self._fit_record is None else self._fit_record["kernel"]
+            record["warm_kernel"] = None if self._fit_record is None else self._fit_record.get("kernel", "modlap")
             # a ModLap far behind at the last full fit (RIVAL_WARM_STANDARD_ERRORS): carried by the warm fits, and
             # the next full fit refits it from there (journals written before: no key, every candidate in full)
             rival = None if self._fit_record is None else self._fit_record.get("rival")
@@ -200,7 +200,12 @@ class _Surrogate:
         predicts y itself better left out goes into ``record["transform"]``."""
         X, y = self._training_data(record["n_told"])
         full = _is_full_fit(record["warm"] is not None, record["n_told"])
-        names = list(self._kernels) if full or len(self._kernels) == 1 else [record["warm_kernel"]]
+        if len(self._kernels) > 1 and "warm_kernel" not in record:
+            # a journal's fit from before kernel="auto" weighed AdditiveFM on this space (a large space with a
+            # continuous variable, 2026-12-06): replayed as it was made, on ModLap alone
+            names = ["modlap"]
+        else:
+            names = list(self._kernels) if full or len(self._kernels) == 1 else [record["warm_kernel"]]
         transforms = _transforms_for(record.get("transforms"), y)
         kept = None if transforms is None else transforms[0]
         rival_start = record.get("rival_start")
@@ -391,8 +396,15 @@ DIMENSION_SCALED_MIN_DIMS = 20
 # stratified initial design"; since measured otherwise, below).  The price: where AdditiveFM is kept a suggestion
 # costs about twice ModLap's (level with Optuna's GPSampler at 50-100 observations since issue 24 §3's changes,
 # 0.87-1.5x its time with greenlet; docs/benchmarks/suggestion.md, "Against GPSampler with greenlet, and set
-# spaces").  From 20 columns on ModLap is kept alone: a term per variable is 2-6x ModLap's time per suggestion there
-# (issue 24 §3's budget).
+# spaces").  From 20 columns on, on spaces without a continuous variable, ModLap is kept alone: there the choice kept
+# AdditiveFM at most full refits and lost LABS (+7.2 +- 5.0 at 200, 10 seeds; the held-out density is ahead near
+# the data even without main effects), and a term per variable is 2-6x ModLap's time per suggestion.  With a
+# continuous variable the choice stays at any size: the product kernel multiplies the continuous part's kernel by
+# every discrete variable's, so what a run learned of the continuous shape fades with each discrete variable two
+# points differ in, and AdditiveFM's terms (each on the continuous variables and one discrete variable) share it.
+# Measured, 10 paired seeds: Mixed10C20N (10 continuous + 20 nominal) 9.57 -> 8.68 at 60 and 4.03 -> 2.39 at 200
+# (-1.64 +- 0.38), Ackley53 (3 continuous + 50 binary, CASMOPOLITAN's) 1.72 -> 1.03 at 60 (better on 10 of 10)
+# (docs/benchmarks/bo-efficiency.md, "AdditiveFM on the large problems at 200 evaluations").
 ADDITIVE_MAX_DIMS = 20
 
 # ... and keeps AdditiveFM unless ModLap's leave-one-out density is ahead by more than this many standard errors of
@@ -448,8 +460,10 @@ def _transforms_for(transforms, y):
 
 
 def _admits_additive(space):
-    """Whether kernel="auto" considers AdditiveFM on ``space`` (ADDITIVE_MAX_DIMS)."""
-    return space.n_discrete > 0 and not space.set_params and space.n_dims < ADDITIVE_MAX_DIMS
+    """Whether kernel="auto" considers AdditiveFM on ``space`` (ADDITIVE_MAX_DIMS; any size with a continuous
+    variable)."""
+    return (space.n_discrete > 0 and not space.set_params
+            and (space.n_dims < ADDITIVE_MAX_DIMS or space.n_continuous > 0))
 
 
 def _hyperparameter_prior(value, space):

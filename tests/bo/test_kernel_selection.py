@@ -12,6 +12,7 @@ from fastfm.bo.surrogate import ADDITIVE_MAX_DIMS, _is_full_refit
 from fastfm.gp import selection
 from fastfm.kernels import AdditiveFM, Matern52, ModLap
 
+FAST = {"n_random": 2000, "n_starts": 10}   # a smaller acquisition search keeps the tests quick
 SPACE = ff.Space([ff.Real("x", -1.0, 1.0), ff.Real("z", -1.0, 1.0), ff.Categorical("a", list(range(3))),
                   ff.Categorical("b", list(range(5)))])
 _EFFECT_A, _EFFECT_B = np.array([0.0, -1.0, 0.6]), np.array([0.4, -0.8, 0.5, 0.5, 0.5])
@@ -27,6 +28,10 @@ def test_the_candidates_of_each_space():
         {"modlap": ModLap, "modlap_additive": AdditiveFM}
     wide = ff.Space([ff.Categorical(f"c{i}", [0, 1]) for i in range(ADDITIVE_MAX_DIMS)])
     assert list(ff.Optimizer(wide)._kernels) == ["modlap"]
+    # a large space with a continuous variable weighs both (Mixed10C20N, Ackley53: docs/benchmarks/bo-efficiency.md)
+    wide_mixed = ff.Space([ff.Real("x", -1.0, 1.0)] + wide.parameters)
+    assert {name: type(k) for name, k in ff.Optimizer(wide_mixed)._kernels.items()} == \
+        {"modlap": ModLap, "modlap_additive": AdditiveFM}
     with_set = ff.Space([ff.Categorical("a", [0, 1]), ff.Set("s", 3, 2)])
     assert list(ff.Optimizer(with_set)._kernels) == ["modlap"]
     with warnings.catch_warnings():
@@ -70,6 +75,39 @@ def test_a_run_switches_only_at_full_refits_and_a_journal_replays_the_choice(tmp
         opt.tell(x, _additive_objective(x))
         loaded.tell(x.trial_id, _additive_objective(x))
     assert opt.ask() == loaded.ask()
+
+
+def test_a_journal_of_one_kernel_on_a_space_that_now_weighs_two_replays_and_continues(tmp_path, monkeypatch):
+    """A run recorded when kernel="auto" fitted ModLap alone on its space (a large space with a continuous
+    variable, before 2026-12-06) loads, suggests what the recorded run would have, and goes on with both kernels."""
+    space = ff.Space([ff.Real("x", -1.0, 1.0)] + [ff.Categorical(f"c{i}", [0, 1, 2]) for i in range(ADDITIVE_MAX_DIMS)])
+
+    def objective(config):
+        return (config["x"] - 0.3) ** 2 + 0.2 * sum(config[f"c{i}"] == 1 for i in range(ADDITIVE_MAX_DIMS))
+
+    path = tmp_path / "run.jsonl"
+    with monkeypatch.context() as patch:       # the rule of the earlier version: ModLap alone from 20 columns on
+        patch.setattr(surrogate, "_admits_additive", lambda s: s.n_dims < ADDITIVE_MAX_DIMS)
+        opt = ff.Optimizer(space, n_init=4, seed=0, n_restarts=2, storage=path, acq_options=FAST)
+        assert list(opt._kernels) == ["modlap"]
+        for _ in range(13):                    # 13 told: the next fit is a warm refit (12 and 15 are full ones)
+            x = opt.ask()
+            opt.tell(x, objective(x))
+        expected = opt.ask()
+        assert "kernel" not in opt._fit_record and not _is_full_refit(opt._fit_record["n_told"])
+    copy = tmp_path / "copy.jsonl"
+    shutil.copyfile(path, copy)
+    for journal in (path, copy):               # the recorded run's last ask stays pending in both
+        loaded = ff.Optimizer.load(journal)
+        assert list(loaded._kernels) == ["modlap", "modlap_additive"]
+        loaded._gp = None
+        loaded._gp = loaded._fit(loaded._fit_record)   # the recorded fit, rebuilt from its record alone
+        np.testing.assert_array_equal(loaded.model.kernel_.theta, opt.model.kernel_.theta)
+    loaded.tell(expected.trial_id, objective(expected))
+    for _ in range(4):                         # on to the full refit at 15 told values, which weighs both
+        x = loaded.ask()
+        loaded.tell(x, objective(x))
+    assert loaded._fit_record["n_told"] >= 15 and loaded._fit_record["kernel"] in ("modlap", "modlap_additive")
 
 
 def test_the_additive_kernel_is_kept_where_modlap_is_ahead_within_the_margin(monkeypatch):
