@@ -154,8 +154,14 @@ class _Surrogate:
 
     def _learns_value_groups(self):
         """Whether the full refits learn groups of nominal values (``value_groups``): kernel="auto" on the spaces
-        where it considers AdditiveFM, with a nominal parameter of value_groups.MIN_VALUES-MAX_VALUES values."""
+        of fewer than ADDITIVE_MAX_DIMS columns where it considers AdditiveFM, with a nominal parameter of
+        value_groups.MIN_VALUES-MAX_VALUES values.  Not on the larger spaces with a continuous variable: there the
+        greedy search over 20 or more parameters was most of a full refit (Mixed10C20N at 109 told values: 3.3 of
+        3.8 s, 201 likelihood evaluations), slower than GPSampler's suggestion, and without it the runs were level
+        (10 paired seeds: -0.04 +- 0.04 at 30, +0.06 +- 0.21 at 60, +0.27 +- 0.20 at 200; docs/benchmarks/
+        bo-efficiency.md, "AdditiveFM weighed on large spaces with a continuous variable")."""
         return (set(self._kernels) == {"modlap", "modlap_additive"}     # kernel="auto" where it considers both
+                and self.space.n_dims < ADDITIVE_MAX_DIMS
                 and bool(value_groups.grouped_parameters(self.space)))
 
     def _candidate_kernel(self, name, groups):
@@ -345,8 +351,9 @@ FULL_REFIT_GROWTH = 1.25
 # level (Func2C +0.003 +- 0.009, Func3C -0.033 +- 0.029, Ackley5C -0.030 +- 0.058 at 60; SVM and XGBoost on 10
 # fresh seeds level too), for 8-18 % less suggestion time over a 60-evaluation run (docs/benchmarks/suggestion.md,
 # "Racing the full refits, on fresh seeds").
-# Only on the spaces where kernel="auto" considers AdditiveFM (_admits_additive: fewer than ADDITIVE_MAX_DIMS
-# columns, a discrete variable, no Set), where it was measured: on MaxSATWeighted (60 binary variables, 61
+# Only on the spaces where kernel="auto" considers AdditiveFM (_admits_additive: a discrete variable, no Set, fewer
+# than ADDITIVE_MAX_DIMS columns or a continuous variable), where it was measured (the large mixed spaces with the
+# choice, ADDITIVE_MAX_DIMS's measurements): on MaxSATWeighted (60 binary variables, 61
 # hyperparameters, 10 seeds at 100 evaluations) racing the warm refits lost -0.9801 +- 0.0021 -> -0.9744 +- 0.0017,
 # and the large problems' suggestions are 2-10x faster than GPSampler's without it.  On the set problems (10 paired
 # seeds at 60 evaluations, 2026-12-03) racing saved 0-14 % of a suggestion and moved the best values both ways

@@ -32,6 +32,10 @@ def test_the_candidates_of_each_space():
     wide_mixed = ff.Space([ff.Real("x", -1.0, 1.0)] + wide.parameters)
     assert {name: type(k) for name, k in ff.Optimizer(wide_mixed)._kernels.items()} == \
         {"modlap": ModLap, "modlap_additive": AdditiveFM}
+    # groups of nominal values are learned on the small spaces only (their search was most of a large full refit)
+    wide_nominal = ff.Space([ff.Real("x", -1.0, 1.0)] + [ff.Categorical(f"c{i}", [0, 1, 2]) for i in range(20)])
+    assert len(ff.Optimizer(wide_nominal)._kernels) == 2 and not ff.Optimizer(wide_nominal)._learns_value_groups()
+    assert ff.Optimizer(SPACE)._learns_value_groups()
     with_set = ff.Space([ff.Categorical("a", [0, 1]), ff.Set("s", 3, 2)])
     assert list(ff.Optimizer(with_set)._kernels) == ["modlap"]
     with warnings.catch_warnings():
