@@ -21,9 +21,31 @@ from head_to_head import git_state     # this script's folder is on the path whe
 REPORTED_BUDGETS = (30, 60, 100, 150, 200)
 
 
+class Ackley53:
+    """Ackley-53 of CASMOPOLITAN (Wan et al. 2021, "Think global and act local", §5): 50 binary variables (``b0``..
+    ``b49``, Categorical 0/1) and 3 continuous ones (``x0``..``x2`` in [-1, 1]); the Ackley function of the 53
+    coordinates, optimum 0 at the origin.  A probe of large mixed spaces next to Mixed10C20N (docs/benchmarks/
+    bo-efficiency.md), not in ``fastfm.benchmarks``: the head-to-head has no peer runs on it."""
+
+    n_binary, n_continuous = 50, 3
+
+    def __init__(self):
+        self.space = fastfm.Space([fastfm.Categorical(f"b{i}", [0, 1]) for i in range(self.n_binary)]
+                                  + [fastfm.Real(f"x{i}", -1.0, 1.0) for i in range(self.n_continuous)])
+
+    def __call__(self, config):
+        z = np.array([config[f"b{i}"] for i in range(self.n_binary)]
+                     + [config[f"x{i}"] for i in range(self.n_continuous)], dtype=float)
+        return float(-20.0 * np.exp(-0.2 * np.sqrt(np.mean(z ** 2))) - np.exp(np.mean(np.cos(2.0 * np.pi * z)))
+                     + 20.0 + np.e)
+
+
+PROBES = {"ackley53": Ackley53}
+
+
 def run(name, seed, budget, options):
     """(values, seconds of each ask) of one run."""
-    problem = get_problem(name)
+    problem = PROBES[name]() if name in PROBES else get_problem(name)
     optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
     values, ask_seconds = [], []
     for _ in range(budget):
@@ -37,7 +59,8 @@ def run(name, seed, budget, options):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--problems", required=True, help="comma-separated fastfm.benchmarks names")
+    parser.add_argument("--problems", required=True,
+                        help="comma-separated fastfm.benchmarks names, or the probe problem 'ackley53'")
     parser.add_argument("--seeds", default="0:10", help="START:STOP")
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--label", required=True, help="the variant's name in the rows")
