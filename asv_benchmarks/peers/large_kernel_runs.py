@@ -4,6 +4,8 @@
 Each run is ``fastfm.Optimizer(problem.space, seed=seed, **options)`` asked and told ``--budget`` times on
 ``fastfm.benchmarks.get_problem(name)``, one thread, as the head-to-head's fastfm runs are, so that ``--options '{}'``
 gives the head-to-head's fastfm rows value for value and a row of another option pairs with them seed by seed.
+``--method tpe`` or ``gpsampler`` runs Optuna's sampler instead, as ``head_to_head.py`` does (its settings, its view of
+the space), for problems the head-to-head does not run: the probe ``ackley53``.
 
     PYTHONPATH=. python asv_benchmarks/peers/large_kernel_runs.py --problems isingsparsification,labs \
         --seeds 0:10 --budget 200 --label additive --options '{"kernel": "modlap_additive"}' --out out.jsonl
@@ -43,18 +45,56 @@ class Ackley53:
 PROBES = {"ackley53": Ackley53}
 
 
-def run(name, seed, budget, options):
-    """(values, seconds of each ask) of one run."""
+def run(name, seed, budget, options, method="fastfm"):
+    """(values, seconds of each ask) of one run: fastfm's Optimizer with ``options``, or Optuna's sampler ``method``
+    ("tpe", "gpsampler") as the head-to-head runs it (its settings and its view of the space)."""
     problem = PROBES[name]() if name in PROBES else get_problem(name)
-    optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
+    if method == "fastfm":
+        optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
+
+        def ask():
+            return optimizer.ask()
+
+        def tell(config, value):
+            optimizer.tell(config, value)
+    else:
+        ask, tell = _optuna_ask_tell(problem.space, seed, method)
     values, ask_seconds = [], []
     for _ in range(budget):
         start = time.perf_counter()
-        config = optimizer.ask()
+        config = ask()
         ask_seconds.append(time.perf_counter() - start)
         values.append(float(problem(config)))
-        optimizer.tell(config, values[-1])
+        tell(config, values[-1])
     return values, ask_seconds
+
+
+def _optuna_ask_tell(space, seed, method):
+    """(ask, tell) of an Optuna study with head_to_head.py's sampler ``method`` on its view of ``space``."""
+    import warnings
+
+    import optuna
+    from head_to_head import _optuna_suggest, peer_dims
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    if method == "gpsampler":                  # one thread, as fastfm's runs (GPSampler computes with torch)
+        import torch
+        from threadpoolctl import threadpool_limits
+        torch.set_num_threads(1)
+        threadpool_limits(1)
+    sampler = (optuna.samplers.TPESampler(multivariate=True, seed=seed) if method == "tpe"
+               else optuna.samplers.GPSampler(seed=seed))
+    study = optuna.create_study(sampler=sampler, direction="minimize")
+    dims, trials = peer_dims(space), []
+
+    def ask():
+        trials.append(study.ask())
+        return _optuna_suggest(trials[-1], space, dims)
+
+    def tell(config, value):
+        study.tell(trials[-1], value)
+    return ask, tell
 
 
 def main():
@@ -65,6 +105,8 @@ def main():
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--label", required=True, help="the variant's name in the rows")
     parser.add_argument("--options", default="{}", help="Optimizer keyword arguments as a JSON object")
+    parser.add_argument("--method", default="fastfm", choices=("fastfm", "tpe", "gpsampler"),
+                        help="fastfm's Optimizer (default), or Optuna's TPESampler / GPSampler as head_to_head.py runs them")
     parser.add_argument("--out", required=True, help="JSON lines file, appended to")
     args = parser.parse_args()
     options = json.loads(args.options)
@@ -75,9 +117,10 @@ def main():
     fastfm.set_config(num_threads=1)
     for name in args.problems.split(","):
         for seed in range(start, stop):
-            values, ask_seconds = run(name, seed, args.budget, options)
+            values, ask_seconds = run(name, seed, args.budget, options, args.method)
             best = np.minimum.accumulate(values)
-            row = {"problem": name, "label": args.label, "options": options, "seed": seed, "budget": args.budget,
+            row = {"problem": name, "label": args.label, "method": args.method, "options": options, "seed": seed,
+                   "budget": args.budget,
                    "best": {str(k): float(best[k - 1]) for k in REPORTED_BUDGETS if k <= args.budget},
                    "values": values, "median_ask_seconds": float(np.median(ask_seconds[10:] or ask_seconds)),
                    "fastfm_commit": commit}
