@@ -273,18 +273,24 @@ def _optuna_suggest(trial, space, dims):
     return from_peer(dims, values)
 
 
-def run_optuna(problem, budget, seed, rec, which):
+def optuna_study(which, seed):
+    """(study, settings): an Optuna study minimising with the head-to-head's sampler ``which`` ("tpe" or
+    "gpsampler"), and the settings a run records."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if which == "tpe":
         sampler = optuna.samplers.TPESampler(multivariate=True, seed=seed)
-        rec.settings = {"call": "optuna.samplers.TPESampler(multivariate=True, seed=seed)", "n_init": 10}
+        settings = {"call": "optuna.samplers.TPESampler(multivariate=True, seed=seed)", "n_init": 10}
     else:
         sampler = optuna.samplers.GPSampler(seed=seed)
-        rec.settings = {"call": "optuna.samplers.GPSampler(seed=seed)", "n_init": 10}
-    study = optuna.create_study(sampler=sampler, direction="minimize")
+        settings = {"call": "optuna.samplers.GPSampler(seed=seed)", "n_init": 10}
+    return optuna.create_study(sampler=sampler, direction="minimize"), settings
+
+
+def run_optuna(problem, budget, seed, rec, which):
+    study, rec.settings = optuna_study(which, seed)
     dims = peer_dims(problem.space)
 
     def ask():

@@ -71,21 +71,14 @@ def run(name, seed, budget, options, method="fastfm"):
 
 def _optuna_ask_tell(space, seed, method):
     """(ask, tell) of an Optuna study with head_to_head.py's sampler ``method`` on its view of ``space``."""
-    import warnings
+    from head_to_head import _optuna_suggest, optuna_study, peer_dims
 
-    import optuna
-    from head_to_head import _optuna_suggest, peer_dims
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     if method == "gpsampler":                  # one thread, as fastfm's runs (GPSampler computes with torch)
         import torch
         from threadpoolctl import threadpool_limits
         torch.set_num_threads(1)
         threadpool_limits(1)
-    sampler = (optuna.samplers.TPESampler(multivariate=True, seed=seed) if method == "tpe"
-               else optuna.samplers.GPSampler(seed=seed))
-    study = optuna.create_study(sampler=sampler, direction="minimize")
+    study, _ = optuna_study(method, seed)
     dims, trials = peer_dims(space), []
 
     def ask():
@@ -106,7 +99,8 @@ def main():
     parser.add_argument("--label", required=True, help="the variant's name in the rows")
     parser.add_argument("--options", default="{}", help="Optimizer keyword arguments as a JSON object")
     parser.add_argument("--method", default="fastfm", choices=("fastfm", "tpe", "gpsampler"),
-                        help="fastfm's Optimizer (default), or Optuna's TPESampler / GPSampler as head_to_head.py runs them")
+                        help="fastfm's Optimizer (default), or Optuna's TPESampler / GPSampler as head_to_head.py "
+                             "runs them")
     parser.add_argument("--out", required=True, help="JSON lines file, appended to")
     args = parser.parse_args()
     options = json.loads(args.options)

@@ -239,8 +239,9 @@ class Optimizer(_Surrogate, _TrialRecords):
         the told values left out better by more than KERNEL_CHOICE_STANDARD_ERRORS standard errors
         (``fastfm.gp.selection``), and ``last_suggestion_info["kernel"]`` names the one kept.  There
         each full refit also groups the values of a nominal parameter (3-8 values, a space of fewer than
-        ADDITIVE_MAX_DIMS columns without conditions) that the data say act alike (``fastfm.bo.value_groups``), and the model treats a
-        group's values as near-equal until the next full refit (``last_suggestion_info["value_groups"]``).
+        ADDITIVE_MAX_DIMS columns without conditions) that the data say act alike
+        (``fastfm.bo.value_groups``), and the model treats a group's values as near-equal until the next
+        full refit (``last_suggestion_info["value_groups"]``).
     n_init : int, default 10
         Initial points (asked, pending ones included) before the model is used.
     initial_design : {"stratified", "random"}, default "stratified"

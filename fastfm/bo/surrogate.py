@@ -352,8 +352,8 @@ FULL_REFIT_GROWTH = 1.25
 # fresh seeds level too), for 8-18 % less suggestion time over a 60-evaluation run (docs/benchmarks/suggestion.md,
 # "Racing the full refits, on fresh seeds").
 # Only on the spaces where kernel="auto" considers AdditiveFM (_admits_additive: a discrete variable, no Set, fewer
-# than ADDITIVE_MAX_DIMS columns or a continuous variable), where it was measured (the large mixed spaces with the
-# choice, ADDITIVE_MAX_DIMS's measurements): on MaxSATWeighted (60 binary variables, 61
+# than ADDITIVE_MAX_DIMS columns or a continuous variable), where it was measured (on the large mixed spaces as part
+# of the choice, ADDITIVE_MAX_DIMS): on MaxSATWeighted (60 binary variables, 61
 # hyperparameters, 10 seeds at 100 evaluations) racing the warm refits lost -0.9801 +- 0.0021 -> -0.9744 +- 0.0017,
 # and the large problems' suggestions are 2-10x faster than GPSampler's without it.  On the set problems (10 paired
 # seeds at 60 evaluations, 2026-12-03) racing saved 0-14 % of a suggestion and moved the best values both ways
@@ -409,9 +409,9 @@ DIMENSION_SCALED_MIN_DIMS = 20
 # continuous variable the choice stays at any size: the product kernel multiplies the continuous part's kernel by
 # every discrete variable's, so what a run learned of the continuous shape fades with each discrete variable two
 # points differ in, and AdditiveFM's terms (each on the continuous variables and one discrete variable) share it.
-# Measured, 10 paired seeds: Mixed10C20N (10 continuous + 20 nominal) 9.57 -> 8.68 at 60 and 4.03 -> 2.39 at 200
-# (-1.64 +- 0.38), Ackley53 (3 continuous + 50 binary, CASMOPOLITAN's) 1.72 -> 1.03 at 60 (better on 10 of 10)
-# (docs/benchmarks/bo-efficiency.md, "AdditiveFM on the large problems at 200 evaluations").
+# Measured, 10 paired seeds: Mixed10C20N (10 continuous + 20 nominal) 9.57 -> 8.74 at 60 and 4.03 -> 2.66 at 200
+# (-1.37 +- 0.49), Ackley53 (3 continuous + 50 binary, CASMOPOLITAN's) 1.72 -> 1.03 at 60 (better on 10 of 10)
+# (docs/benchmarks/bo-efficiency.md, "AdditiveFM weighed on large spaces with a continuous variable").
 ADDITIVE_MAX_DIMS = 20
 
 # ... and keeps AdditiveFM unless ModLap's leave-one-out density is ahead by more than this many standard errors of
