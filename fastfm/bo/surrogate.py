@@ -20,7 +20,8 @@ from ..gp.selection import loo_difference, select_by_loo
 from ..kernels import Kernel, make_kernel
 from . import value_groups
 
-__all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_FINALISTS", "FULL_REFIT_GROWTH",
+__all__ = ["ModelFitWarning", "WARM_RESTARTS", "WARM_FINALISTS", "FULL_FINALISTS", "LARGE_ADDITIVE_RESTARTS",
+           "LARGE_ADDITIVE_FINALISTS", "FULL_REFIT_GROWTH",
            "DIMENSION_SCALED_MIN_DIMS", "ADDITIVE_MAX_DIMS", "KERNEL_CHOICE_STANDARD_ERRORS",
            "RIVAL_WARM_STANDARD_ERRORS", "Y_TRANSFORM_CANDIDATES", "Y_TRANSFORM_CHOICE_BELOW",
            "GROUPED_KERNEL_CACHE_SIZE"]
@@ -117,6 +118,10 @@ class _Surrogate:
         full = _is_full_fit(warm is not None, self.n_told)
         if _admits_additive(self.space):    # journals written before: no key, no racing on replay
             record["n_finalists"] = FULL_FINALISTS if full else WARM_FINALISTS
+        if full and len(self._kernels) > 1 and self.space.n_dims >= ADDITIVE_MAX_DIMS:
+            # AdditiveFM's full fit on a large space: fewer starts (journals written before: no key, every start)
+            record["additive_starts"] = {"n_restarts": min(record["n_restarts"], LARGE_ADDITIVE_RESTARTS),
+                                         "n_finalists": LARGE_ADDITIVE_FINALISTS}
         if len(self._kernels) > 1:     # the kernel the warm start belongs to (journals of one kernel: no key)
             record["warm_kernel"] = None if self._fit_record is None else self._fit_record.get("kernel", "modlap")
             # a ModLap far behind at the last full fit (RIVAL_WARM_STANDARD_ERRORS): carried by the warm fits, and
@@ -278,6 +283,8 @@ class _Surrogate:
             options["noise"] = warm[1]
         if record.get("n_finalists") is not None:
             options["n_finalists"] = record["n_finalists"]
+        if name == "modlap_additive" and "additive_starts" in record:
+            options.update(record["additive_starts"])
         if start is not None or rival is not None:
             kernel = start.kernel_ if start is not None else _with_kernel_values(kernel, rival["params"])
             options.update(noise=start.noise_ if start is not None else rival["noise"],
@@ -360,6 +367,19 @@ FULL_REFIT_GROWTH = 1.25
 # beyond noise (SetChamfer +0.009 +- 0.007 at 60, SetCoverage -0.14 +- 0.15): not adopted there.
 WARM_FINALISTS = 1
 FULL_FINALISTS = 3
+
+# A full fit of AdditiveFM by kernel="auto" on a space of ADDITIVE_MAX_DIMS columns or more runs this many random
+# restarts (not n_restarts) and continues this many after the screen.  There AdditiveFM has P·(d + 3) more
+# hyperparameters than ModLap (NAS-like, 6 continuous + 20 discrete: 227 against 47) and a likelihood evaluation
+# costs 3x ModLap's (8 against 2.7 ms at 200 points, one thread): from 12 starts its full fit at 200 observations
+# took 1.6-1.8 s of a 2.1-2.4 s suggestion (CPU, one thread), against issue 24's 1 s; from 3 restarts 0.7-0.8 s, at the
+# same optimum in 6 of 8 random states (NAS-like, Mixed10C20N at 60-200 points; 4-8 nats lower in two).  BO runs
+# level: Mixed10C20N, 20 paired seeds, -0.27 +- 0.19 at 60, +0.10 +- 0.18 at 100, +0.09 +- 0.33 at 200; Ackley53,
+# 10 seeds, +0.03 +- 0.02 at 60, -0.07 +- 0.06 at 100 (docs/benchmarks/suggestion.md, "AdditiveFM's full fit on
+# large spaces from fewer starts").  A start at ModLap's optimum (AdditiveFM holds ModLap as its product part)
+# found nothing the default start did not.
+LARGE_ADDITIVE_RESTARTS = 3
+LARGE_ADDITIVE_FINALISTS = 2
 
 
 def _restarts_of_fit(n_restarts, warm, n_told):

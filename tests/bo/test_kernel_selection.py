@@ -114,6 +114,61 @@ def test_a_journal_of_one_kernel_on_a_space_that_now_weighs_two_replays_and_cont
     assert loaded._fit_record["n_told"] >= 15 and loaded._fit_record["kernel"] in ("modlap", "modlap_additive")
 
 
+def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_the_key_from_all(tmp_path,
+                                                                                               monkeypatch):
+    """LARGE_ADDITIVE_RESTARTS: on a space of ADDITIVE_MAX_DIMS columns or more, kernel="auto"'s full fits run
+    AdditiveFM from fewer random restarts (ModLap, and AdditiveFM on a smaller space, from all of them); the record
+    says so, a loaded journal rebuilds the fit from it bit for bit, and a record without the key (written before)
+    rebuilds with every restart."""
+    large = ff.Space([ff.Real("x", -1.0, 1.0)] + [ff.Categorical(f"c{i}", [0, 1, 2]) for i in range(ADDITIVE_MAX_DIMS)])
+
+    def objective(config):
+        return (config["x"] - 0.3) ** 2 + 0.2 * sum(config[f"c{i}"] == 1 for i in range(ADDITIVE_MAX_DIMS))
+
+    fits = []
+    original_fit = surrogate._Surrogate._fit_kernel
+
+    def recording_fit(self, name, record, *args, **options):
+        gp = original_fit(self, name, record, *args, **options)
+        fits.append((self.space.n_dims, record["n_told"], name, options.get("start") is None
+                     and options.get("rival") is None, gp.n_restarts, gp.n_finalists))
+        return gp
+    monkeypatch.setattr(surrogate._Surrogate, "_fit_kernel", recording_fit)
+    restarts = surrogate.LARGE_ADDITIVE_RESTARTS + 2
+    path = tmp_path / "run.jsonl"
+    opt = ff.Optimizer(large, n_init=4, seed=0, n_restarts=restarts, storage=path, acq_options=FAST)
+    for _ in range(12):            # full fits at 4 (the first), 5, 6, ..., 10 and 12 told values
+        x = opt.ask()
+        opt.tell(x, objective(x))
+    opt.ask()                      # the fit at 12, pending in the journal
+    full_additive = {(n_told, r, f) for d, n_told, name, own, r, f in fits if name == "modlap_additive" and own
+                     and _is_full_refit(n_told)}
+    assert full_additive and all((r, f) == (surrogate.LARGE_ADDITIVE_RESTARTS, surrogate.LARGE_ADDITIVE_FINALISTS)
+                                 for _, r, f in full_additive)
+    assert {r for d, n_told, name, own, r, _ in fits if name == "modlap" and own and _is_full_refit(n_told)} \
+        == {restarts}
+    record = opt._fit_record
+    assert _is_full_refit(record["n_told"]) and record["additive_starts"]["n_restarts"] == surrogate.LARGE_ADDITIVE_RESTARTS
+    loaded = ff.Optimizer.load(path)
+    fits.clear()
+    loaded._gp = None
+    rebuilt = loaded._fit(loaded._fit_record)
+    np.testing.assert_array_equal(rebuilt.kernel_.theta, opt.model.kernel_.theta)
+    assert [f[4] for f in fits if f[2] == "modlap_additive" and f[3]] == [surrogate.LARGE_ADDITIVE_RESTARTS]
+    fits.clear()
+    old = {k: v for k, v in loaded._fit_record.items() if k != "additive_starts"}
+    loaded._fit(old)
+    assert [f[4] for f in fits if f[2] == "modlap_additive" and f[3]] == [restarts]
+
+    fits.clear()                   # below ADDITIVE_MAX_DIMS columns: every restart
+    small = ff.Optimizer(SPACE, n_init=4, seed=0, n_restarts=restarts, acq_options=FAST)
+    for _ in range(6):
+        x = small.ask()
+        small.tell(x, _additive_objective(x))
+    assert {r for d, n_told, name, own, r, _ in fits if name == "modlap_additive" and own
+            and _is_full_refit(n_told)} == {restarts}
+
+
 def test_the_additive_kernel_is_kept_where_modlap_is_ahead_within_the_margin(monkeypatch):
     """The run above, with the default margin: its early full refits, where ModLap's held-out density was ahead by
     less than KERNEL_CHOICE_STANDARD_ERRORS standard errors, keep AdditiveFM."""
