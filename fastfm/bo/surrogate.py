@@ -373,7 +373,7 @@ FULL_FINALISTS = 3
 # hyperparameters than ModLap (NAS-like, 6 continuous + 20 discrete: 227 against 47) and a likelihood evaluation
 # costs 3x ModLap's (8 against 2.7 ms at 200 points, one thread): from 12 starts its full fit at 200 observations
 # took 1.6-1.8 s of a 2.1-2.4 s suggestion (CPU, one thread), against issue 24's 1 s; from 3 restarts 0.7-0.8 s, at the
-# same optimum in 6 of 8 random states (NAS-like, Mixed10C20N at 60-200 points; 4-8 nats lower in two).  BO runs
+# same optimum in 6 of 8 random states of 120-200 points (NAS-like, Mixed10C20N; 1.4-3.7 nats lower in two).  BO runs
 # level: Mixed10C20N, 20 paired seeds, -0.27 +- 0.19 at 60, +0.10 +- 0.18 at 100, +0.09 +- 0.33 at 200; Ackley53,
 # 10 seeds, +0.03 +- 0.02 at 60, -0.07 +- 0.06 at 100 (docs/benchmarks/suggestion.md, "AdditiveFM's full fit on
 # large spaces from fewer starts").  A start at ModLap's optimum (AdditiveFM holds ModLap as its product part)
