@@ -148,7 +148,8 @@ def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_
     assert {r for d, n_told, name, own, r, _ in fits if name == "modlap" and own and _is_full_refit(n_told)} \
         == {restarts}
     record = opt._fit_record
-    assert _is_full_refit(record["n_told"]) and record["additive_starts"]["n_restarts"] == surrogate.LARGE_ADDITIVE_RESTARTS
+    assert _is_full_refit(record["n_told"])
+    assert record["additive_starts"]["n_restarts"] == surrogate.LARGE_ADDITIVE_RESTARTS
     loaded = ff.Optimizer.load(path)
     fits.clear()
     loaded._gp = None
