@@ -130,8 +130,8 @@ def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_
 
     def recording_fit(self, name, record, *args, **options):
         gp = original_fit(self, name, record, *args, **options)
-        fits.append((self.space.n_dims, record["n_told"], name, options.get("start") is None
-                     and options.get("rival") is None, gp.n_restarts, gp.n_finalists))
+        fits.append((record["n_told"], name, options.get("start") is None and options.get("rival") is None,
+                     gp.n_restarts, gp.n_finalists))
         return gp
     monkeypatch.setattr(surrogate._Surrogate, "_fit_kernel", recording_fit)
     restarts = surrogate.LARGE_ADDITIVE_RESTARTS + 2
@@ -141,12 +141,11 @@ def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_
         x = opt.ask()
         opt.tell(x, objective(x))
     opt.ask()                      # the fit at 12, pending in the journal
-    full_additive = {(n_told, r, f) for d, n_told, name, own, r, f in fits if name == "modlap_additive" and own
+    full_additive = {(n_told, r, f) for n_told, name, own, r, f in fits if name == "modlap_additive" and own
                      and _is_full_refit(n_told)}
     assert full_additive and all((r, f) == (surrogate.LARGE_ADDITIVE_RESTARTS, surrogate.LARGE_ADDITIVE_FINALISTS)
                                  for _, r, f in full_additive)
-    assert {r for d, n_told, name, own, r, _ in fits if name == "modlap" and own and _is_full_refit(n_told)} \
-        == {restarts}
+    assert {r for n_told, name, own, r, _ in fits if name == "modlap" and own and _is_full_refit(n_told)} == {restarts}
     record = opt._fit_record
     assert _is_full_refit(record["n_told"])
     assert record["additive_starts"]["n_restarts"] == surrogate.LARGE_ADDITIVE_RESTARTS
@@ -155,18 +154,19 @@ def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_
     loaded._gp = None
     rebuilt = loaded._fit(loaded._fit_record)
     np.testing.assert_array_equal(rebuilt.kernel_.theta, opt.model.kernel_.theta)
-    assert [f[4] for f in fits if f[2] == "modlap_additive" and f[3]] == [surrogate.LARGE_ADDITIVE_RESTARTS]
+    rebuilt_additive = [r for _, name, own, r, _ in fits if name == "modlap_additive" and own]
+    assert rebuilt_additive == [surrogate.LARGE_ADDITIVE_RESTARTS]
     fits.clear()
     old = {k: v for k, v in loaded._fit_record.items() if k != "additive_starts"}
     loaded._fit(old)
-    assert [f[4] for f in fits if f[2] == "modlap_additive" and f[3]] == [restarts]
+    assert [r for _, name, own, r, _ in fits if name == "modlap_additive" and own] == [restarts]
 
     fits.clear()                   # below ADDITIVE_MAX_DIMS columns: every restart
     small = ff.Optimizer(SPACE, n_init=4, seed=0, n_restarts=restarts, acq_options=FAST)
     for _ in range(6):
         x = small.ask()
         small.tell(x, _additive_objective(x))
-    assert {r for d, n_told, name, own, r, _ in fits if name == "modlap_additive" and own
+    assert {r for n_told, name, own, r, _ in fits if name == "modlap_additive" and own
             and _is_full_refit(n_told)} == {restarts}
 
 
