@@ -263,7 +263,7 @@ class Optimizer(_Surrogate, _TrialRecords):
         Random restarts of the marginal-likelihood maximisation at the first fit and the full refits (where the
         told values have grown by a quarter); a warm refit in between runs WARM_RESTARTS, raced against the
         warm start, and with kernel="auto" on a space of 20 columns or more AdditiveFM's full fits run at most
-        LARGE_ADDITIVE_RESTARTS (``fastfm.bo.surrogate``).
+        LARGE_ADDITIVE_RESTARTS, and ModLap's from 100 told values LARGE_MODLAP_RESTARTS (``fastfm.bo.surrogate``).
     log_transform_y : {"auto", "shift", "copula", False, True}, default "auto"
         The transform of y the GP models (``GaussianProcessRegressor``): "shift" is log(1 + (y − min y)/s),
         s = min(std y, median y − min y), at least a tenth of the std of y clipped at its 90th percentile (it tames

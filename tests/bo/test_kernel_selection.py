@@ -114,12 +114,13 @@ def test_a_journal_of_one_kernel_on_a_space_that_now_weighs_two_replays_and_cont
     assert loaded._fit_record["n_told"] >= 15 and loaded._fit_record["kernel"] in ("modlap", "modlap_additive")
 
 
-def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_the_key_from_all(tmp_path,
-                                                                                               monkeypatch):
-    """LARGE_ADDITIVE_RESTARTS: on a space of ADDITIVE_MAX_DIMS columns or more, kernel="auto"'s full fits run
-    AdditiveFM from fewer random restarts (ModLap, and AdditiveFM on a smaller space, from all of them); the record
-    says so, a loaded journal rebuilds the fit from it bit for bit, and a record without the key (written before)
-    rebuilds with every restart."""
+def test_a_large_space_fits_both_kernels_from_fewer_starts_and_a_journal_without_the_keys_from_all(tmp_path,
+                                                                                                monkeypatch):
+    """LARGE_ADDITIVE_RESTARTS and LARGE_MODLAP_RESTARTS: on a space of ADDITIVE_MAX_DIMS columns or more,
+    kernel="auto"'s full fits run AdditiveFM, and from LARGE_MODLAP_FROM_TOLD told values ModLap, from fewer random
+    restarts (both kernels on a smaller space from all of them); the record says so, a loaded journal rebuilds the
+    fit from it bit for bit, and a record without a kernel's key (written before) rebuilds that kernel's fit with
+    every restart."""
     large = ff.Space([ff.Real("x", -1.0, 1.0)] + [ff.Categorical(f"c{i}", [0, 1, 2]) for i in range(ADDITIVE_MAX_DIMS)])
 
     def objective(config):
@@ -134,7 +135,9 @@ def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_
                      gp.n_restarts, gp.n_finalists))
         return gp
     monkeypatch.setattr(surrogate._Surrogate, "_fit_kernel", recording_fit)
-    restarts = surrogate.LARGE_ADDITIVE_RESTARTS + 2
+    modlap_from = 8                # ModLap's full fits at 4, 5 and 6 told values from every restart, then fewer
+    monkeypatch.setattr(surrogate, "LARGE_MODLAP_FROM_TOLD", modlap_from)
+    restarts = max(surrogate.LARGE_ADDITIVE_RESTARTS, surrogate.LARGE_MODLAP_RESTARTS) + 2
     path = tmp_path / "run.jsonl"
     opt = ff.Optimizer(large, n_init=4, seed=0, n_restarts=restarts, storage=path, acq_options=FAST)
     for _ in range(12):            # full fits at 4 (the first), 5, 6, ..., 10 and 12 told values
@@ -145,29 +148,36 @@ def test_a_large_space_fits_additive_fm_from_fewer_starts_and_a_journal_without_
                      and _is_full_refit(n_told)}
     assert full_additive and all((r, f) == (surrogate.LARGE_ADDITIVE_RESTARTS, surrogate.LARGE_ADDITIVE_FINALISTS)
                                  for _, r, f in full_additive)
-    assert {r for n_told, name, own, r, _ in fits if name == "modlap" and own and _is_full_refit(n_told)} == {restarts}
+    full_modlap = {(n_told, r, f) for n_told, name, own, r, f in fits if name == "modlap" and own
+                   and _is_full_refit(n_told)}
+    assert {n_told for n_told, _, _ in full_modlap} == {4, 5, 6, 8, 10, 12}
+    assert all((r, f) == ((surrogate.LARGE_MODLAP_RESTARTS, surrogate.LARGE_MODLAP_FINALISTS) if n_told >= modlap_from
+                          else (restarts, surrogate.FULL_FINALISTS)) for n_told, r, f in full_modlap)
     record = opt._fit_record
     assert _is_full_refit(record["n_told"])
     assert record["additive_starts"]["n_restarts"] == surrogate.LARGE_ADDITIVE_RESTARTS
+    assert record["modlap_starts"]["n_restarts"] == surrogate.LARGE_MODLAP_RESTARTS
     loaded = ff.Optimizer.load(path)
     fits.clear()
     loaded._gp = None
     rebuilt = loaded._fit(loaded._fit_record)
     np.testing.assert_array_equal(rebuilt.kernel_.theta, opt.model.kernel_.theta)
-    rebuilt_additive = [r for _, name, own, r, _ in fits if name == "modlap_additive" and own]
-    assert rebuilt_additive == [surrogate.LARGE_ADDITIVE_RESTARTS]
-    fits.clear()
-    old = {k: v for k, v in loaded._fit_record.items() if k != "additive_starts"}
-    loaded._fit(old)
-    assert [r for _, name, own, r, _ in fits if name == "modlap_additive" and own] == [restarts]
+    restarts_rebuilt = {name: r for _, name, own, r, _ in fits if own}
+    assert restarts_rebuilt == {"modlap_additive": surrogate.LARGE_ADDITIVE_RESTARTS,
+                                "modlap": surrogate.LARGE_MODLAP_RESTARTS}
+    for key, name in (("additive_starts", "modlap_additive"), ("modlap_starts", "modlap")):
+        fits.clear()
+        old = {k: v for k, v in loaded._fit_record.items() if k != key}
+        loaded._fit(old)
+        assert [r for _, fitted, own, r, _ in fits if fitted == name and own] == [restarts]
 
     fits.clear()                   # below ADDITIVE_MAX_DIMS columns: every restart
     small = ff.Optimizer(SPACE, n_init=4, seed=0, n_restarts=restarts, acq_options=FAST)
     for _ in range(6):
         x = small.ask()
         small.tell(x, _additive_objective(x))
-    assert {r for n_told, name, own, r, _ in fits if name == "modlap_additive" and own
-            and _is_full_refit(n_told)} == {restarts}
+    assert {(name, r) for n_told, name, own, r, _ in fits if own
+            and _is_full_refit(n_told)} == {("modlap_additive", restarts), ("modlap", restarts)}
 
 
 def test_the_additive_kernel_is_kept_where_modlap_is_ahead_within_the_margin(monkeypatch):
