@@ -187,7 +187,8 @@ def space_info(space):
 
 # ============================================================================================ the methods
 class Recorder:
-    """Values and timings of one run; writes the progress file after every evaluation (for --timeout)."""
+    """Values and timings of one run; writes the progress file after every evaluation (for --timeout), unless
+    ``progress_path`` is None (a run in this process, ``large_kernel_runs.py``)."""
 
     def __init__(self, problem, budget, progress_path):
         self.problem, self.budget, self.progress_path = problem, budget, progress_path
@@ -210,7 +211,7 @@ class Recorder:
     def told(self, seconds):
         self.tell_s.append(float(seconds))
         now = time.perf_counter()
-        if now - self._last_write > 2.0 or len(self.values) == self.budget:
+        if self.progress_path is not None and (now - self._last_write > 2.0 or len(self.values) == self.budget):
             self._last_write = now
             self.write()
 
@@ -229,10 +230,11 @@ class Recorder:
         os.replace(tmp, self.progress_path)
 
 
-def run_fastfm(problem, budget, seed, rec, random=False):
+def run_fastfm(problem, budget, seed, rec, random=False, options=None):
+    """fastfm's Optimizer, with its defaults (the head-to-head's runs) or ``options`` (``large_kernel_runs.py``)."""
     import fastfm
 
-    kwargs = {"kernel": "random"} if random else {}
+    kwargs = {"kernel": "random"} if random else dict(options or {})
     opt = fastfm.Optimizer(problem.space, seed=seed, **kwargs)
     call = "fastfm.Optimizer(space, kernel='random', seed=seed)" if random else "fastfm.Optimizer(space, seed=seed)"
     rec.settings = {"call": call,

@@ -2,8 +2,9 @@
 (issue 24 §2; docs/benchmarks/bo-efficiency.md, "AdditiveFM on the large problems at 200 evaluations").
 
 Each run is ``fastfm.Optimizer(problem.space, seed=seed, **options)`` asked and told ``--budget`` times on
-``fastfm.benchmarks.get_problem(name)``, one thread, as the head-to-head's fastfm runs are, so that ``--options '{}'``
-gives the head-to-head's fastfm rows value for value and a row of another option pairs with them seed by seed.
+``fastfm.benchmarks.get_problem(name)`` by the head-to-head's own loop (``head_to_head.run_fastfm``), in this process,
+one thread, so that ``--options '{}'`` gives the head-to-head's fastfm rows value for value and a row of another
+option pairs with them seed by seed.
 ``--method tpe`` or ``gpsampler`` runs Optuna's sampler instead, as ``head_to_head.py`` does (its settings, its view of
 the space), for problems the head-to-head does not run: the probe ``ackley53``.
 
@@ -12,13 +13,12 @@ the space), for problems the head-to-head does not run: the probe ``ackley53``.
 """
 import argparse
 import json
-import time
 
 import numpy as np
 
 import fastfm
 from fastfm.benchmarks import get_problem
-from head_to_head import git_state     # this script's folder is on the path when it runs
+from head_to_head import Recorder, git_state, run_fastfm, run_optuna   # this script's folder is on the path
 
 REPORTED_BUDGETS = (30, 60, 100, 150, 200)
 
@@ -47,47 +47,19 @@ PROBES = {"ackley53": Ackley53}
 
 def run(name, seed, budget, options, method="fastfm"):
     """(values, seconds of each ask) of one run: fastfm's Optimizer with ``options``, or Optuna's sampler ``method``
-    ("tpe", "gpsampler") as the head-to-head runs it (its settings and its view of the space)."""
+    ("tpe", "gpsampler") as the head-to-head runs it (its loop, its settings and its view of the space)."""
     problem = PROBES[name]() if name in PROBES else get_problem(name)
+    rec = Recorder(problem, budget, progress_path=None)
     if method == "fastfm":
-        optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
-
-        def ask():
-            return optimizer.ask()
-
-        def tell(config, value):
-            optimizer.tell(config, value)
+        run_fastfm(problem, budget, seed, rec, options=options)
     else:
-        ask, tell = _optuna_ask_tell(problem.space, seed, method)
-    values, ask_seconds = [], []
-    for _ in range(budget):
-        start = time.perf_counter()
-        config = ask()
-        ask_seconds.append(time.perf_counter() - start)
-        values.append(float(problem(config)))
-        tell(config, values[-1])
-    return values, ask_seconds
-
-
-def _optuna_ask_tell(space, seed, method):
-    """(ask, tell) of an Optuna study with head_to_head.py's sampler ``method`` on its view of ``space``."""
-    from head_to_head import _optuna_suggest, optuna_study, peer_dims
-
-    if method == "gpsampler":                  # one thread, as fastfm's runs (GPSampler computes with torch)
-        import torch
-        from threadpoolctl import threadpool_limits
-        torch.set_num_threads(1)
-        threadpool_limits(1)
-    study, _ = optuna_study(method, seed)
-    dims, trials = peer_dims(space), []
-
-    def ask():
-        trials.append(study.ask())
-        return _optuna_suggest(trials[-1], space, dims)
-
-    def tell(config, value):
-        study.tell(trials[-1], value)
-    return ask, tell
+        if method == "gpsampler":              # one thread, as fastfm's runs (GPSampler computes with torch)
+            import torch
+            from threadpoolctl import threadpool_limits
+            torch.set_num_threads(1)
+            threadpool_limits(1)
+        run_optuna(problem, budget, seed, rec, method)
+    return rec.values, rec.suggest_s
 
 
 def main():
