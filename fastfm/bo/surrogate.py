@@ -394,10 +394,9 @@ LARGE_ADDITIVE_FINALISTS = 2
 # runs with it leaned worse at 30 evaluations (Mixed10C20N +0.16 +- 0.16, 20 seeds; Ackley53 +0.05 +- 0.04, 10).
 # From 100 on, in BO runs, AdditiveFM was kept at every full refit (30 of 30 traced, Mixed10C20N seeds 0-5 and
 # Ackley53 0-3) and its fit does not depend on ModLap's: the runs were the same to the digit (Mixed10C20N 20 seeds,
-# Ackley53 10, to 200 evaluations).  What it saves is the first
-# fit on a told history of 100 values or more, and each full refit's ModLap where it is not refitted from its own
-# optimum (RIVAL_WARM_STANDARD_ERRORS) (docs/benchmarks/suggestion.md, "ModLap's full fit on large spaces from fewer
-# starts").
+# Ackley53 10, to 200 evaluations).  What it saves is the first fit on a told history of 100 values or more, and
+# each full refit's ModLap where it is not refitted from its own optimum (RIVAL_WARM_STANDARD_ERRORS)
+# (docs/benchmarks/suggestion.md, "ModLap's full fit on large spaces from fewer starts").
 LARGE_MODLAP_RESTARTS = 3
 LARGE_MODLAP_FINALISTS = 2
 LARGE_MODLAP_FROM_TOLD = 100
