@@ -51,13 +51,16 @@ def fm_grad_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, tables: Spectral
 def fm_gram_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[ArrayLike], tables: list[SpectralTables],
                 alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike, kind: int, coefficients: ArrayLike,
                 exponent: float, num_threads: int = 0, out: NDArray[np.float64] | None = None,
-                weights: list[ArrayLike | None] | None = None, keep_grams: bool = True
+                weights: list[ArrayLike | None] | None = None, keep_grams: bool = True,
+                grams_out: list[NDArray[np.float64] | None] | None = None,
+                workspace: NDArray[np.float64] | None = None
                 ) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
                       | tuple[NDArray[np.float64], NDArray[np.float64], list[NDArray[np.float64] | None]]):
     """(K, diagonals (n_parts, N)): the FM Grams of parts on the same points (part k on C / lengthscales[k] and
     states[k] with tables[k]), added in order into ``out`` (in place) or a new array; with ``weights`` (per part
     None or unit-diagonal row weights w), a weighted part is w_a K_ab w_b and the result is (K, diagonals,
-    part_grams), each weighted part's scaled Gram or None (None for every part with ``keep_grams=False``)."""
+    part_grams), each weighted part's scaled Gram or None (None for every part with ``keep_grams=False``), written
+    into ``grams_out[k]`` where given (not ``out``); ``workspace`` (N, N) is a scratch, overwritten."""
 def fm_unit_diagonal_reduction(C: ArrayLike, D: ArrayLike, W: ArrayLike, w: ArrayLike, tables: SpectralTables,
                                alphas: ArrayLike, betas: ArrayLike, variance: float, kind: int,
                                coefficients: ArrayLike, exponent: float, num_threads: int = 0,
@@ -70,10 +73,11 @@ def fm_grad_reduction_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[Ar
                           tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike, variances: ArrayLike,
                           kind: int, coefficients: ArrayLike, exponent: float, num_threads: int = 0,
                           symmetric_weights: bool = False,
-                          scalings: list[tuple[ArrayLike, ArrayLike, ArrayLike | None] | None] | None = None
-                          ) -> NDArray[np.float64]:
+                          scalings: list[tuple[ArrayLike, ArrayLike, ArrayLike | None] | None] | None = None,
+                          workspace: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
     """Per part of ``fm_gram_sum``, [g_lengthscale | g_alpha | g_beta | g_variance], concatenated; a part with a
-    scaling (w, G = ∂log w/∂log β, its scaled Gram or None: recomputed) is differentiated as w_a K_ab w_b."""
+    scaling (w, G = ∂log w/∂log β, its scaled Gram or None: recomputed) is differentiated as w_a K_ab w_b;
+    ``workspace`` (N, N, not W) is the scratch of the weights W ∘ wwᵀ, overwritten."""
 def fm_cross_gradient_sum(C1: ArrayLike, states1: list[ArrayLike], C2: ArrayLike, states2: list[ArrayLike],
                           lengthscales: ArrayLike, tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike,
                           variances: ArrayLike, kind: int, coefficients: ArrayLike, exponent: float,

@@ -554,6 +554,20 @@ def test_gram_sum_scales_the_weighted_parts(cpp, any_space, modulation):
     again = cpp.fm_gram_sum(*args, modulation, out=out, weights=weights)[0]
     assert np.shares_memory(again, out)
     np.testing.assert_allclose(out, 0.25 + K, rtol=1e-15, atol=1e-15)
+    # a previous call's kept Grams and a scratch given back (overwritten, whatever they held): the same sums bit for
+    # bit, each kept Gram written into the array given for it; the reference writes into them too
+    grams_out = [None if g is None else np.full_like(g, np.nan) for g in part_grams]
+    for backend in (cpp, numpy_backend):
+        K_again, diagonals_again, grams_again = backend.fm_gram_sum(
+            *args, modulation, weights=weights, grams_out=grams_out, workspace=np.full_like(K, np.nan))
+        assert all(g is None if given is None else np.shares_memory(g, given)
+                   for g, given in zip(grams_again, grams_out))
+        compare = np.testing.assert_array_equal if backend is cpp else assert_close
+        compare(K_again, K)
+        compare(diagonals_again, diagonals)
+        for g, expected_gram in zip(grams_again, part_grams):
+            if g is not None:
+                compare(g, expected_gram)
 
 
 @pytest.mark.parametrize("symmetric", [True, False])
@@ -601,6 +615,10 @@ def test_grad_reduction_sum_differentiates_the_scaled_parts(cpp, any_space, modu
     reference = numpy_backend.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances,
                                                     modulation, symmetric, scalings=full)
     np.testing.assert_allclose(actual, reference, rtol=1e-9, atol=1e-9 * np.max(np.abs(reference)))
+    # W ∘ wwᵀ formed in a scratch the caller gives (overwritten, whatever it held): the same sums bit for bit
+    in_workspace = cpp.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances, modulation,
+                                             symmetric, scalings=full, workspace=np.full((n, n), np.nan))
+    np.testing.assert_array_equal(in_workspace, actual)
     with pytest.raises(ValueError, match=r"scalings\[0\]\[1\] \(G\)"):
         cpp.fm_grad_reduction_sum(C, lengthscales, states, W, spectra, alphas, betas, variances, modulation,
                                   symmetric, scalings=[(full[0][0], full[0][1][:, :0], full[0][2])] + full[1:])
@@ -705,6 +723,23 @@ def test_part_sums_name_a_bad_argument(cpp):
             cpp.fm_gram_sum(**good, out=out)
     with pytest.raises(ValueError, match="W must have shape"):
         cpp.fm_grad_reduction_sum(W=np.eye(11), **good)
+    # the reused arrays: of the Gram's shape, and not an array the call reads or sums into
+    weights = [np.ones(12)] + [None] * (n_parts - 1)
+    grams_out = [np.zeros((12, 12))] + [None] * (n_parts - 1)
+    with pytest.raises(ValueError, match=rf"grams_out must hold one entry per part \({n_parts}\)"):
+        cpp.fm_gram_sum(**good, weights=weights, grams_out=grams_out[:1])
+    with pytest.raises(ValueError, match=r"grams_out\[0\] must be a writable C-contiguous float64 array of shape "
+                                         r"\(12, 12\)"):
+        cpp.fm_gram_sum(**good, weights=weights, grams_out=[np.zeros((12, 11))] + grams_out[1:])
+    with pytest.raises(ValueError, match=r"grams_out\[0\] must not be the array out"):
+        cpp.fm_gram_sum(**good, weights=weights, grams_out=grams_out, out=grams_out[0])
+    with pytest.raises(ValueError, match="workspace must not be out or one of grams_out"):
+        cpp.fm_gram_sum(**good, weights=weights, grams_out=grams_out, workspace=grams_out[0])
+    with pytest.raises(ValueError, match=r"workspace must be a writable C-contiguous float64 array of shape"):
+        cpp.fm_gram_sum(**good, workspace=np.zeros(144))
+    W = np.eye(12)
+    with pytest.raises(ValueError, match="workspace must not be W"):
+        cpp.fm_grad_reduction_sum(W=W, **good, workspace=W)
     cross = dict(C1=C[:3], states1=[D[:3] for D in states], C2=C, states2=states, lengthscales=lengthscales,
                  spectra_list=spectra, alphas=alphas, betas=betas, variances=variances, modulation=modulation)
     for change, message in [(dict(C1=C[:3, :1]), "C1 must have shape"),

@@ -382,32 +382,62 @@ std::vector<DoubleArray> part_weights(const std::vector<py::object>& entries, co
 py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_obj, const py::list& states_obj,
                       const py::list& tables_obj, const py::object& alphas_obj, const py::object& betas_obj,
                       const py::object& variances_obj, int kind, const py::object& coefficients, double exponent,
-                      int num_threads, const py::object& out_obj, const py::object& weights_obj, bool keep_grams) {
+                      int num_threads, const py::object& out_obj, const py::object& weights_obj, bool keep_grams,
+                      const py::object& grams_out_obj, const py::object& workspace_obj) {
     const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N;
     const std::vector<py::object> weight_entries = part_entries(weights_obj, "weights", s.n_parts, "None or an array");
+    const std::vector<py::object> gram_entries = part_entries(grams_out_obj, "grams_out", s.n_parts,
+                                                              "None or an array");
     const std::vector<DoubleArray> weights = part_weights(weight_entries, "weights", N);
     std::vector<bool> has_weights(s.n_parts);
     for (std::size_t k = 0; k < s.n_parts; ++k) has_weights[k] = !weight_entries[k].is_none();
     const bool fresh = out_obj.is_none();
     py::array_t<double> K = fresh ? py::array_t<double>({N, N}) : in_place_output(out_obj, "out", {N, N});
     py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
-    std::vector<py::array_t<double>> part_grams(s.n_parts);   // allocated here, with the GIL held
-    for (std::size_t k = 0; k < s.n_parts; ++k)
-        if (has_weights[k] && keep_grams) part_grams[k] = py::array_t<double>({N, N});
+    // the kept Grams: the caller's grams_out[k] (the previous call's, reused) or new arrays, with the GIL held.  A
+    // likelihood evaluation at 200 points on a space of 20 ordinals allocated ten of them and the scratch: their
+    // pages, faulted in anew at every call, were ~5 % of the evaluation (docs/benchmarks/suggestion.md)
+    std::vector<py::array_t<double>> part_grams(s.n_parts);
+    for (std::size_t k = 0; k < s.n_parts; ++k) {
+        if (!(has_weights[k] && keep_grams)) continue;
+        if (gram_entries[k].is_none()) {
+            part_grams[k] = py::array_t<double>({N, N});
+            continue;
+        }
+        const std::string entry = "grams_out[" + std::to_string(k) + "]";
+        part_grams[k] = in_place_output(gram_entries[k], entry.c_str(), {N, N});
+        if (part_grams[k].data() == K.data())
+            throw py::value_error(entry + " must not be the array out: the parts' sum would overwrite it");
+    }
+    // the scratch of the parts that are neither kept nor written into K directly: the caller's or a new one
+    const bool given_workspace = !workspace_obj.is_none();
+    py::array_t<double> workspace;
+    if (given_workspace) {
+        workspace = in_place_output(workspace_obj, "workspace", {N, N});
+        bool shared = workspace.data() == K.data();
+        for (std::size_t k = 0; k < s.n_parts; ++k)
+            shared = shared || (has_weights[k] && keep_grams && workspace.data() == part_grams[k].data());
+        if (shared)
+            throw py::value_error("workspace must not be out or one of grams_out: it is overwritten part by part");
+    }
     {
         py::gil_scoped_release release;
         double* k_out = K.mutable_data();
         double* diag = diagonals.mutable_data();
         const std::size_t n = static_cast<std::size_t>(N), dc = static_cast<std::size_t>(s.Dc);
-        std::unique_ptr<double[]> scratch;   // every entry is written before it is read: no zero fill
+        std::unique_ptr<double[]> owned_scratch;   // every entry is written before it is read: no zero fill
+        double* scratch = given_workspace ? workspace.mutable_data() : nullptr;
         for (std::size_t k = 0; k < s.n_parts; ++k) {
             const bool weighted = has_weights[k];
             const bool kept = weighted && keep_grams;
             const bool direct = fresh && k == 0 && !weighted;
-            if (!direct && !kept && !scratch) scratch.reset(new double[n * n]);
-            double* target = kept ? part_grams[k].mutable_data() : direct ? k_out : scratch.get();
+            if (!direct && !kept && !scratch) {
+                owned_scratch.reset(new double[n * n]);
+                scratch = owned_scratch.get();
+            }
+            double* target = kept ? part_grams[k].mutable_data() : direct ? k_out : scratch;
             const std::vector<double> C = s.scaled(k);
             const fastfm::FMPlan<double> plan = s.plan(k, true);
             const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc,
@@ -455,7 +485,8 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
                                           const py::list& tables_obj, const py::object& alphas_obj,
                                           const py::object& betas_obj, const py::object& variances_obj, int kind,
                                           const py::object& coefficients, double exponent, int num_threads,
-                                          bool symmetric_weights, const py::object& scalings_obj) {
+                                          bool symmetric_weights, const py::object& scalings_obj,
+                                          const py::object& workspace_obj) {
     const PartSum s = check_part_sum(C_obj, lengthscales_obj, states_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N;
@@ -484,22 +515,32 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
     std::size_t size = 0;
     for (std::size_t k = 0; k < s.n_parts; ++k) size += dc + 2 * s.tables[k]->n_variables() + 1;
     py::array_t<double> out(static_cast<py::ssize_t>(size));
+    const bool given_workspace = !workspace_obj.is_none();   // W ∘ wwᵀ of a scaled part: in the caller's array
+    py::array_t<double> workspace;
+    if (given_workspace) {
+        workspace = in_place_output(workspace_obj, "workspace", {N, N});
+        if (workspace.data() == W.data()) throw py::value_error("workspace must not be W: it is read while written");
+    }
     {
         py::gil_scoped_release release;
         double* flat = out.mutable_data();
-        std::unique_ptr<double[]> scaled_weights;   // W ∘ wwᵀ of a part with a scaling
+        std::unique_ptr<double[]> owned_weights;
+        double* scaled_weights = given_workspace ? workspace.mutable_data() : nullptr;
         std::vector<double> per_point(n);
         for (std::size_t k = 0; k < s.n_parts; ++k) {
             const std::size_t P = s.tables[k]->n_variables();
             const double* weights = W.data();
             const bool kept = scaled[k] && part_grams[k].size() > 0;
             if (kept) {
-                if (!scaled_weights) scaled_weights.reset(new double[n * n]);
+                if (!scaled_weights) {
+                    owned_weights.reset(new double[n * n]);
+                    scaled_weights = owned_weights.get();
+                }
                 const double* w = row_weights[k].data();
                 for (std::size_t a = 0; a < n; ++a)
                     for (std::size_t b = 0; b < n; ++b)
                         scaled_weights[a * n + b] = W.data()[a * n + b] * w[a] * w[b];
-                weights = scaled_weights.get();
+                weights = scaled_weights;
             }
             const std::vector<double> C = s.scaled(k);
             // the continuant (tridiagonal) path gives F only; the reduction needs ∂F too (symmetric_reduction)
@@ -671,20 +712,24 @@ void bind_fm(py::module_& m) {
     m.def("fm_gram_sum", &fm_gram_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"), py::arg("tables"),
           py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"), py::arg("coefficients"),
           py::arg("exponent"), py::arg("num_threads") = 0, py::arg("out") = py::none(),
-          py::arg("weights") = py::none(), py::arg("keep_grams") = true,
+          py::arg("weights") = py::none(), py::arg("keep_grams") = true, py::arg("grams_out") = py::none(),
+          py::arg("workspace") = py::none(),
           "(K (N, N), diagonals (n_parts, N)): the sum of FM Grams of parts on the same points, part k on C / "
           "lengthscales[k] and states[k] (tables[k]), added in order into out (in place) or a new array.  With "
           "weights (per part None or its unit-diagonal row weights w (N,)), a weighted part is w_a K_ab w_b and the "
           "call returns (K, diagonals, part_grams): each weighted part's scaled Gram (None for the others), or "
-          "with keep_grams=False None for every part (no N x N array kept per weighted part).");
+          "with keep_grams=False None for every part (no N x N array kept per weighted part).  grams_out (per part "
+          "None or a writable (N, N) array, not out) receives a kept Gram in place of a new array; workspace (N, N), "
+          "overwritten, is the scratch of the parts not written into K directly.");
     m.def("fm_grad_reduction_sum", &fm_grad_reduction_sum, py::arg("C"), py::arg("lengthscales"), py::arg("states"),
           py::arg("W"), py::arg("tables"), py::arg("alphas"), py::arg("betas"), py::arg("variances"), py::arg("kind"),
           py::arg("coefficients"), py::arg("exponent"), py::arg("num_threads") = 0,
-          py::arg("symmetric_weights") = false, py::arg("scalings") = py::none(),
+          py::arg("symmetric_weights") = false, py::arg("scalings") = py::none(), py::arg("workspace") = py::none(),
           "Per part of fm_gram_sum, [g_lengthscale (Dc) | g_alpha (P_k) | g_beta (P_k) | g_variance], concatenated; "
           "a part with a scaling (w (N,), G = dlog w/dlog beta (N, P_k), its scaled Gram (N, N) or None) is "
           "differentiated as w_a K_ab w_b, its row weights' share included in the beta block (from the Gram's "
-          "chunks, recomputed, where the Gram is None).");
+          "chunks, recomputed, where the Gram is None).  workspace (N, N), not W, overwritten: the scratch of the "
+          "weights W_ab w_a w_b.");
     m.def("fm_cross_gradient_sum", &fm_cross_gradient_sum, py::arg("C1"), py::arg("states1"), py::arg("C2"),
           py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
           py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),

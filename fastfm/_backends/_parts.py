@@ -20,14 +20,17 @@ def _parts(C, lengthscales, states, spectra_list, alphas, betas, variances):
 
 
 def sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances, modulation,
-                      out=None, weights=None, keep_grams=True):
+                      out=None, weights=None, keep_grams=True, grams_out=None, workspace=None):
     """(Σ_k K_k, diagonals (n_parts, N)) with ``fm_gram`` per part, added in order into ``out`` (in place) when
     given, else into part 0's Gram.
 
     ``weights``: per part None or its unit-diagonal row weights w (N,): such a part is K̃_k = w_a K_k,ab w_b (its
     diagonal the scaled one), and the result is (K, diagonals, part_grams), part_grams[k] = K̃_k (a new array) or
     None, which ``concatenated_part_reductions`` reads for the weights' β share (None for every part with
-    ``keep_grams=False``: the reduction then recomputes them)."""
+    ``keep_grams=False``: the reduction then recomputes them); ``grams_out[k]``, where given, receives part k's
+    instead of a new array (the compiled backend's reuse of a previous call's; here a copy).  ``workspace`` is
+    the compiled backend's scratch, not needed here."""
+    del workspace
     K, diagonals, part_grams = out, [], []
     for k, (C_k, D, spectra, alphas_k, betas_k, variance) in enumerate(
             _parts(C, lengthscales, states, spectra_list, alphas, betas, variances)):
@@ -37,6 +40,9 @@ def sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, be
             w = np.asarray(w, dtype=np.float64)
             part = part * w[:, None]
             part *= w[None, :]
+        if w is not None and keep_grams and grams_out is not None and grams_out[k] is not None:
+            np.copyto(grams_out[k], part)
+            part = grams_out[k]
         part_grams.append(None if w is None or not keep_grams else part)
         diagonals.append(part.diagonal().copy())
         if K is None:
@@ -49,14 +55,16 @@ def sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, be
 
 
 def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas, betas,
-                                 variances, modulation, symmetric_weights=False, scalings=None, fm_gram=None):
+                                 variances, modulation, symmetric_weights=False, scalings=None, fm_gram=None,
+                                 workspace=None):
     """Per part, ``fm_grad_reduction``'s (g_lengthscale, g_alpha, g_beta, g_variance), all in one vector.
 
     ``scalings``: per part None or (w, G, K̃): the part is the unit-diagonal kernel K̃_ab = w_a K_ab w_b
     (``sum_of_part_grams``' part_grams[k], or None: recomputed here by ``fm_gram``) whose weights move with β,
     G_ap = ∂log w_a/∂log β_p.  Its sums are Σ_ab W_ab ∂K̃_ab/∂log ψ: the backend's with the weights W ∘ wwᵀ, and
     in the β block the weights' own share Σ_ab W_ab K̃_ab (G_ap + G_bp) (``fm._unit_diagonal_reduction`` with
-    K̃ = wwᵀ ∘ K)."""
+    K̃ = wwᵀ ∘ K).  ``workspace`` is the compiled backend's scratch, not needed here."""
+    del workspace
     pieces, W_both = [], None          # W + Wᵀ, formed once for the scaled parts' shares
     for k, (C_k, D, spectra, alphas_k, betas_k, variance) in enumerate(
             _parts(C, lengthscales, states, spectra_list, alphas, betas, variances)):

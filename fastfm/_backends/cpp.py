@@ -113,28 +113,32 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
 
 
 def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None,
-                keep_grams=True):
+                keep_grams=True, grams_out=None, workspace=None):
     """(Σ_k K_k, the parts' diagonals (n_parts, N)): the Grams of FM kernels on the same points, part k on
     C / lengthscales[k] and its own discrete columns ``states[k]`` and ``spectra_list[k]``, with its slice of the
     concatenated ``alphas`` and ``betas`` and ``variances[k]``; added in order into ``out`` (in place) if given.
     ``weights``: per part None or its unit-diagonal row weights w (N,); a weighted part is w_a K_ab w_b, and the
     call returns (K, diagonals, part_grams), each weighted part's scaled Gram (None for the others; None for every
-    part with ``keep_grams=False``)."""
+    part with ``keep_grams=False``).  ``grams_out``: per part None or an (N, N) array (not ``out``) that receives
+    the part's kept Gram instead of a new array (a previous call's part_grams, reused); ``workspace``: an (N, N)
+    scratch array, overwritten."""
     n_pairs = len(C) * (len(C) + 1) // 2
     return _cpp.fm_gram_sum(C, lengthscales, states, [_tables(spectra) for spectra in spectra_list], alphas, betas,
                             variances, *_modulation_arguments(modulation), _threads(spectra_list, n_pairs),
-                            out, weights, bool(keep_grams))
+                            out, weights, bool(keep_grams), grams_out, workspace)
 
 
 def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
-                          symmetric_weights=False, scalings=None):
+                          symmetric_weights=False, scalings=None, workspace=None):
     """Per part of ``fm_gram_sum``, ``fm_grad_reduction``'s [g_lengthscale | g_alpha | g_beta | g_variance],
     concatenated into one vector; a part with a scaling ``scalings[k]`` = (w, G = ∂log w/∂log β (N, P_k), its scaled
     Gram from ``fm_gram_sum`` or None) is differentiated as w_a K_ab w_b, its weights' share in its β block (from
-    the Gram recomputed a chunk at a time where it is None: no N × N array)."""
+    the Gram recomputed a chunk at a time where it is None: no N × N array).  ``workspace``: an (N, N) scratch
+    array (not W) for a scaled part's weights W ∘ wwᵀ, overwritten."""
     return _cpp.fm_grad_reduction_sum(C, lengthscales, states, W, [_tables(spectra) for spectra in spectra_list],
                                       alphas, betas, variances, *_modulation_arguments(modulation),
-                                      _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights), scalings)
+                                      _threads(spectra_list, 2 * np.size(W)), bool(symmetric_weights), scalings,
+                                      workspace)
 
 
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,

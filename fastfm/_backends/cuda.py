@@ -573,17 +573,18 @@ def fm_gram_from_argument(R, D1, D2, spectra, alphas, betas, variance, modulatio
 
 
 def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None,
-                keep_grams=True):
+                keep_grams=True, grams_out=None, workspace=None):
     """``numpy_backend.fm_gram_sum`` with this backend's :func:`fm_gram` per part (each downloaded)."""
     return _parts.sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances,
-                                    modulation, out, weights, keep_grams)
+                                    modulation, out, weights, keep_grams, grams_out, workspace)
 
 
 def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
-                          symmetric_weights=False, scalings=None):
+                          symmetric_weights=False, scalings=None, workspace=None):
     """``numpy_backend.fm_grad_reduction_sum`` with this backend's :func:`fm_grad_reduction` per part."""
     return _parts.concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas,
-                                               betas, variances, modulation, symmetric_weights, scalings, fm_gram)
+                                               betas, variances, modulation, symmetric_weights, scalings, fm_gram,
+                                               workspace)
 
 
 def fm_grad_reduction(C, D, W, spectra, alphas, betas, variance, modulation, symmetric_weights=False):

@@ -79,20 +79,21 @@ def fm_gram(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
 
 
 def fm_gram_sum(C, lengthscales, states, spectra_list, alphas, betas, variances, modulation, out=None, weights=None,
-                keep_grams=True):
+                keep_grams=True, grams_out=None, workspace=None):
     """(Σ_k K_k, diagonals (n_parts, N)): the Grams of FM kernels on the same points, each on its own lengthscales
     and discrete columns (``_parts``' module docstring), added in order into ``out`` (in place) if given; with
     ``weights``, (K, diagonals, part_grams) (``_parts.sum_of_part_grams``)."""
     return _parts.sum_of_part_grams(fm_gram, C, lengthscales, states, spectra_list, alphas, betas, variances,
-                                    modulation, out, weights, keep_grams)
+                                    modulation, out, weights, keep_grams, grams_out, workspace)
 
 
 def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, betas, variances, modulation,
-                          symmetric_weights=False, scalings=None):
+                          symmetric_weights=False, scalings=None, workspace=None):
     """Per part of ``fm_gram_sum``, ``fm_grad_reduction``'s (g_lengthscale, g_alpha, g_beta, g_variance), the
     parts' concatenated into one vector (``_parts.concatenated_part_reductions``: ``scalings``)."""
     return _parts.concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, spectra_list, alphas,
-                                               betas, variances, modulation, symmetric_weights, scalings, fm_gram)
+                                               betas, variances, modulation, symmetric_weights, scalings, fm_gram,
+                                               workspace)
 
 
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,

@@ -172,6 +172,12 @@ class _PartSum:
         self._flat_beta = np.concatenate([np.arange(end - 1 - P, end - 1) for end, P in zip(ends, counts)])
         self._beta_owner = np.repeat(np.arange(len(self.parts)), counts)
         self._at = None
+        # With keep_grams, the scaled parts' Grams of the last call and an N × N scratch, reused by the next call
+        # instead of new arrays: at 200 points on the NAS-like space (ten ordinals), the pages of eleven new
+        # N × N arrays, faulted in at every likelihood evaluation, were ~5 % of it (docs/benchmarks/suggestion.md,
+        # "The likelihood's arrays reused").  Not above _SHARE_CACHE_ENTRIES, where a held scratch would be large.
+        self._grams_out = None
+        self._workspace = np.empty((len(self.C),) * 2) if keep_grams and len(self.parts) > 1 else None
 
     @staticmethod
     def shares_points(parts):
@@ -195,9 +201,12 @@ class _PartSum:
         # with weights the backend also returns each scaled part's Gram, which the reduction reads
         K, diagonals, *grams = self._gram_sum(self.C, lengthscales, self.states, self.spectra, alphas, betas,
                                               variances, self.modulation, out if writable else None, weights,
-                                              self.keep_grams)
+                                              self.keep_grams, self._grams_out if weights is not None else None,
+                                              self._workspace)
         kept = None if weights is None else [None if s is None else (s[0], s[1], K_k)
                                              for s, K_k in zip(scalings, grams[0])]
+        if weights is not None and self.keep_grams:
+            self._grams_out = grams[0]
         if not writable:
             K = out + K
         self._at = (lengthscales, alphas, betas, variances, dlog_c[self._dlog_index], diagonals, kept)
@@ -211,7 +220,7 @@ class _PartSum:
         scaled part's diagonal is its variance at every β)."""
         lengthscales, alphas, betas, variances, dlog, diagonals, kept = self._at
         flat = self._reduction_sum(self.C, lengthscales, self.states, W_off, self.spectra, alphas, betas, variances,
-                                   self.modulation, True, kept)
+                                   self.modulation, True, kept, self._workspace)
         flat[self._flat_beta] -= dlog * flat[self._flat_variance][self._beta_owner]
         flat[self._flat_variance] += np.sum(w_diag * diagonals, axis=1)
         return flat

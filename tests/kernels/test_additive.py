@@ -125,9 +125,14 @@ def test_the_parts_in_one_call_are_each_parts_own(mixed_space, backend, monkeypa
     assert [part.scaled for part in terms.parts] == [True, False, True, False]
     assert terms._fused_parts == [0, 1, 2, 3] and terms._gram_order == [0]
     rng = np.random.default_rng(9)
+    kept_first = None
     for _ in range(3):
         theta = kernel.theta + rng.uniform(-1, 1, kernel.n_theta)
         K = terms.gram(theta)
+        # each evaluation writes the scaled parts' Grams into the arrays of the one before (no new N × N arrays)
+        kept = [scaling[2] for scaling in terms._fused._at[-1] if scaling is not None]
+        assert len(kept) == 2 and (kept_first is None or all(a is b for a, b in zip(kept, kept_first)))
+        kept_first = kept
         own = _own_grams(terms, theta, range(4))
         np.testing.assert_array_equal(K, own[0] + own[1] + own[2] + own[3])
         np.testing.assert_allclose(K, kernel.clone_with_theta(theta)(X), rtol=1e-13)
