@@ -119,7 +119,7 @@ class _Surrogate:
         full = _is_full_fit(warm is not None, self.n_told)
         if _admits_additive(self.space):    # journals written before: no key, no racing on replay
             record["n_finalists"] = FULL_FINALISTS if full else WARM_FINALISTS
-        if full and len(self._kernels) > 1 and self.space.n_dims >= ADDITIVE_MAX_DIMS:
+        if full and len(self._kernels) > 1 and _is_large(self.space):
             # the full fits on a large space, AdditiveFM's and from LARGE_MODLAP_FROM_TOLD values ModLap's: fewer
             # starts (journals written before: no key, every start)
             record["additive_starts"] = {"n_restarts": min(record["n_restarts"], LARGE_ADDITIVE_RESTARTS),
@@ -171,7 +171,7 @@ class _Surrogate:
         (10 paired seeds: -0.04 +- 0.04 at 30, +0.06 +- 0.21 at 60, +0.27 +- 0.20 at 200; docs/benchmarks/
         bo-efficiency.md, "AdditiveFM weighed on large spaces with a continuous variable")."""
         return (set(self._kernels) == {"modlap", "modlap_additive"}     # kernel="auto" where it considers both
-                and self.space.n_dims < ADDITIVE_MAX_DIMS
+                and not _is_large(self.space)
                 and bool(value_groups.grouped_parameters(self.space)))
 
     def _candidate_kernel(self, name, groups):
@@ -506,11 +506,17 @@ def _transforms_for(transforms, y):
     return list(transforms)
 
 
+def _is_large(space):
+    """Whether ``space`` has ADDITIVE_MAX_DIMS columns or more, where kernel="auto" considers AdditiveFM only with a
+    continuous variable (``_admits_additive``), fits both kernels from fewer starts (LARGE_ADDITIVE_RESTARTS,
+    LARGE_MODLAP_RESTARTS) and learns no groups of nominal values."""
+    return space.n_dims >= ADDITIVE_MAX_DIMS
+
+
 def _admits_additive(space):
     """Whether kernel="auto" considers AdditiveFM on ``space`` (ADDITIVE_MAX_DIMS; any size with a continuous
     variable)."""
-    return (space.n_discrete > 0 and not space.set_params
-            and (space.n_dims < ADDITIVE_MAX_DIMS or space.n_continuous > 0))
+    return space.n_discrete > 0 and not space.set_params and (not _is_large(space) or space.n_continuous > 0)
 
 
 def _hyperparameter_prior(value, space):
