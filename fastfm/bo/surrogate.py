@@ -288,9 +288,10 @@ class _Surrogate:
             options["noise"] = warm[1]
         if record.get("n_finalists") is not None:
             options["n_finalists"] = record["n_finalists"]
-        starts = {"modlap_additive": "additive_starts", "modlap": "modlap_starts"}.get(name)
-        if starts in record:
-            options.update(record[starts])
+        # the record's fewer starts for this kernel's full fit on a large space (None: a kernel without such a key)
+        starts_key = {"modlap_additive": "additive_starts", "modlap": "modlap_starts"}.get(name)
+        if starts_key is not None and starts_key in record:
+            options.update(record[starts_key])
         if start is not None or rival is not None:
             kernel = start.kernel_ if start is not None else _with_kernel_values(kernel, rival["params"])
             options.update(noise=start.noise_ if start is not None else rival["noise"],
