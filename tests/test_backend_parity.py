@@ -152,6 +152,31 @@ def test_build_info_and_threads(cpp):
         _cpp.set_num_threads(0)
 
 
+def test_a_neighbour_gram_counts_its_work_by_the_moved_variables(cpp):
+    """fm_neighbour_gram's thread count: the base row costs every variable's terms per point, a neighbour's row its
+    moved variable's alone (a complete graph 2, a path G_p), so that calls of well under a millisecond stay on one
+    thread (each parallel region costs milliseconds when other processes hold the cores); a call with enough work
+    still takes the configured threads."""
+    from fastfm._backends import _spectra
+    space = ff.Space([ff.Real("x", 0.0, 1.0)] + [ff.Categorical(f"c{i}", list(range(5))) for i in range(10)]
+                     + [ff.Integer(f"i{i}", 0, 7) for i in range(10)])
+    spectra = space.packed_spectra
+    per_variable = _spectra.terms_per_variable(spectra)
+    assert list(per_variable[:10]) == [2] * 10 and np.all(per_variable[10:] > 2)   # complete graphs, then paths
+    var_index = np.arange(20).repeat(3)                       # 60 neighbours, three moves of each variable
+    n_points = 200
+    work = n_points * (_spectra.terms_per_pair(spectra) + int(np.sum(per_variable[var_index])))
+    assert work < cpp.PARALLEL_MIN_TERMS <= n_points * (len(var_index) + 1) * _spectra.terms_per_pair(spectra)
+    with ff.config_context(num_threads=4):
+        assert cpp._neighbour_threads(spectra, var_index, n_points) == 1
+        many = n_points * cpp.PARALLEL_MIN_TERMS // work + 1  # the same moves on enough points to pass the line
+        assert cpp._neighbour_threads(spectra, var_index, many) == 4
+        # an index out of range is left to the binding to name
+        assert cpp._neighbour_threads(spectra, np.array([99]), n_points) == 1
+    with ff.config_context(num_threads=1):
+        assert cpp._neighbour_threads(spectra, var_index, 10 ** 9) == 1
+
+
 def test_factor_paths_are_the_fast_ones(cpp):
     """Nominal → O(1) complete path, ordinal → continuants, other graphs → projector tables."""
     tables = cpp._tables(EXTRA_SPACES["long_paths"].packed_spectra)

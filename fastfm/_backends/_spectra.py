@@ -5,9 +5,14 @@ import numpy as np
 __all__ = ["terms_per_pair", "cached_per_spectra"]
 
 
+def terms_per_variable(spectra):
+    """Eigenvalue-group terms of each variable's factor in one FM pair: 2 for a complete graph, G_p otherwise."""
+    return np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets))
+
+
 def terms_per_pair(spectra):
-    """Eigenvalue-group terms one FM pair costs (2 for a complete graph, G_p otherwise), plus one."""
-    return int(np.sum(np.where(spectra.is_complete, 2, np.diff(spectra.group_offsets)))) + 1
+    """Eigenvalue-group terms one FM pair costs (every variable's factor), plus one."""
+    return int(np.sum(terms_per_variable(spectra))) + 1
 
 
 def cached_per_spectra(cache, spectra, build):

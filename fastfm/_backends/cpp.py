@@ -18,7 +18,7 @@ import numpy as np
 
 from .._config import _setting
 from ..exceptions import BackendUnavailableError
-from ._spectra import cached_per_spectra, terms_per_pair as count_terms_per_pair
+from ._spectra import cached_per_spectra, terms_per_pair as count_terms_per_pair, terms_per_variable
 
 # With OMP_WAIT_POLICY unset, libgomp's threads spin after every parallel
 # region.  When the cores are shared, that spinning takes the cycles the other
@@ -93,6 +93,25 @@ _terms_per_pair_cache = weakref.WeakKeyDictionary()
 
 def _terms_per_pair(spectra):
     return cached_per_spectra(_terms_per_pair_cache, spectra, lambda: count_terms_per_pair(spectra))
+
+
+_terms_per_variable_cache = weakref.WeakKeyDictionary()
+
+
+def _neighbour_threads(spectra, var_index, n_points):
+    """Thread count for ``fm_neighbour_gram``: its base point's row costs a whole pair's terms per point, each
+    neighbour's row only its moved variable's factor (fm.hpp's neighbour_gram shares the product of the others).
+    Counted as whole pairs per neighbour, 57 neighbours of a base point on the NAS-like space (20 discrete variables)
+    at 200 points were 1.02 million terms, above PARALLEL_MIN_TERMS, for 0.3 ms of work: the acquisition search of
+    one suggestion ran 139 such calls on two threads, and beside two busy processes on a 2-core machine they took
+    0.75-1.3 s instead of 0.03-0.05 s on one thread (docs/benchmarks/suggestion.md, "On a machine whose cores are
+    busy")."""
+    if int(_setting("num_threads")) == 1:
+        return 1
+    per_variable = cached_per_spectra(_terms_per_variable_cache, spectra, lambda: terms_per_variable(spectra))
+    # clipped: an index out of range is the binding's to name (ValueError), not this estimate's
+    moved = np.take(per_variable, var_index, mode="clip") if len(per_variable) else np.zeros(0)
+    return _threads_for(n_points * (_terms_per_pair(spectra) + int(np.sum(moved))))
 
 
 def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):
@@ -188,8 +207,9 @@ def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modula
 
 def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, variance, modulation):
     """Rows k(x_m, X) of graph neighbours x_m of one point (c, v), shape (M, N)."""
-    return _cpp.fm_neighbour_gram(c, v, C, D, var_index, new_state,
-                                  *_hyper(spectra, alphas, betas, variance, modulation, (len(var_index) + 1) * len(D)))
+    return _cpp.fm_neighbour_gram(c, v, C, D, var_index, new_state, _tables(spectra), alphas, betas, float(variance),
+                                  *_modulation_arguments(modulation),
+                                  _neighbour_threads(spectra, np.asarray(var_index, dtype=np.int64), len(D)))
 
 
 def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):
