@@ -78,6 +78,13 @@ def fm_grad_reduction_sum(C: ArrayLike, lengthscales: ArrayLike, states: list[Ar
     """Per part of ``fm_gram_sum``, [g_lengthscale | g_alpha | g_beta | g_variance], concatenated; a part with a
     scaling (w, G = ∂log w/∂log β, its scaled Gram or None: recomputed) is differentiated as w_a K_ab w_b;
     ``workspace`` (N, N, not W) is the scratch of the weights W ∘ wwᵀ, overwritten."""
+def fm_cross_gram_sum(C1: ArrayLike, states1: list[ArrayLike], C2: ArrayLike, states2: list[ArrayLike],
+                      lengthscales: ArrayLike, tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike,
+                      variances: ArrayLike, kind: int, coefficients: ArrayLike, exponent: float,
+                      num_threads: int = 0, weights1: list[ArrayLike | None] | None = None,
+                      weights2: list[ArrayLike | None] | None = None) -> NDArray[np.float64]:
+    """K (M, N): the parts' FM Grams between the rows and the columns, each as ``fm_gram`` gives it on the points
+    divided by its lengthscales, scaled by its weights where given, added in order."""
 def fm_cross_gradient_sum(C1: ArrayLike, states1: list[ArrayLike], C2: ArrayLike, states2: list[ArrayLike],
                           lengthscales: ArrayLike, tables: list[SpectralTables], alphas: ArrayLike, betas: ArrayLike,
                           variances: ArrayLike, kind: int, coefficients: ArrayLike, exponent: float,

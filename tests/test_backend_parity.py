@@ -707,6 +707,42 @@ def test_cross_gradient_sum_is_the_parts_cross_gradients(cpp, any_space, modulat
     assert_close(dK_w, reference[1])
 
 
+@pytest.mark.parametrize("n_rows", [7, 301])
+def test_cross_gram_sum_is_the_parts_grams(cpp, any_space, modulation, n_rows):
+    """fm_cross_gram_sum: per part fm_gram on C1 / lengthscales[k] and C2 / lengthscales[k], scaled by its row weight
+    and then its column weight where given (numpy's K * w1[:, None] * w2[None, :]), summed in order, bit for bit, on
+    fewer rows than a tile and on several tiles (one parallel region for every part); the NumPy reference to rounding
+    and bit for bit with the same per-part Grams."""
+    if any_space.n_discrete == 0:
+        pytest.skip("parts need a discrete variable")
+    C2, lengthscales, states2, spectra, alphas, betas, variances = _part_sum(any_space, 23, seed=67)
+    C1, _, states1, _, _, _, _ = _part_sum(any_space, n_rows, seed=68)
+    ends = np.cumsum([D.shape[1] for D in states2])
+    rng = np.random.default_rng(69)
+    for weighted in (False, True):
+        weights1 = [None] + [rng.uniform(0.5, 1.5, n_rows) for _ in states1[1:]] if weighted else None
+        weights2 = [None] + [rng.uniform(0.5, 1.5, 23) for _ in states2[1:]] if weighted else None
+        K = cpp.fm_cross_gram_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas, variances,
+                                  modulation, weights1=weights1, weights2=weights2)
+        expected = None
+        for k, (a, b) in enumerate(zip(np.split(alphas, ends[:-1]), np.split(betas, ends[:-1]))):
+            K_k = cpp.fm_gram(np.ascontiguousarray(C1 / lengthscales[k]), states1[k],
+                              np.ascontiguousarray(C2 / lengthscales[k]), states2[k], spectra[k], a, b, variances[k],
+                              modulation)
+            if weighted and weights1[k] is not None:
+                K_k *= weights1[k][:, None]
+                K_k *= weights2[k][None, :]
+            expected = K_k if expected is None else expected + K_k
+        np.testing.assert_array_equal(K, expected)
+        reference = numpy_backend.fm_cross_gram_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas,
+                                                    variances, modulation, weights1=weights1, weights2=weights2)
+        assert_close(K, reference)
+        with ff.config_context(num_threads=1):                   # the same bits on one thread
+            np.testing.assert_array_equal(
+                cpp.fm_cross_gram_sum(C1, states1, C2, states2, lengthscales, spectra, alphas, betas, variances,
+                                      modulation, weights1=weights1, weights2=weights2), K)
+
+
 def test_part_sums_name_a_bad_argument(cpp):
     space = SPACES["mixed"]
     C, lengthscales, states, spectra, alphas, betas, variances = _part_sum(space, 12, seed=63)
@@ -779,6 +815,9 @@ def test_part_sums_name_a_bad_argument(cpp):
                              "part 0 has weights on one side only")]:
         with pytest.raises(ValueError, match=message):
             cpp.fm_cross_gradient_sum(**{**cross, **change})
+        if "out_K" not in change:     # the Gram's sum shares the rows' checks
+            with pytest.raises(ValueError, match=message):
+                cpp.fm_cross_gram_sum(**{**cross, **change})
 
 
 def test_reduction_from_argument(cpp, any_space, modulation):

@@ -47,9 +47,9 @@ UNLISTED = {
     "fastfm.gp_large": ["solve_system", "low_rank_gradient_reduction", "_single_precision_product"],
     "fastfm.bo": ["DEFAULT_LOG_PRIORS", "UCB_BETA"],
 }
-CPP = ["SpectralTables", "build_info", "fm_cross_gradient", "fm_cross_gradient_sum", "fm_grad_reduction",
-       "fm_grad_reduction_low_rank", "fm_grad_reduction_sum", "fm_gram", "fm_gram_from_argument", "fm_gram_matvec",
-       "fm_gram_matvec_single", "fm_gram_rational_forms", "fm_gram_sum", "fm_neighbour_gram",
+CPP = ["SpectralTables", "build_info", "fm_cross_gradient", "fm_cross_gradient_sum", "fm_cross_gram_sum",
+       "fm_grad_reduction", "fm_grad_reduction_low_rank", "fm_grad_reduction_sum", "fm_gram", "fm_gram_from_argument",
+       "fm_gram_matvec", "fm_gram_matvec_single", "fm_gram_rational_forms", "fm_gram_sum", "fm_neighbour_gram",
        "fm_reduction_from_argument", "get_num_threads", "hier_grad_reduction", "hier_gram", "set_cross_gradient",
        "set_diag", "set_diag_gradient", "set_grad_reduction", "set_grad_reduction_and_weighted_gram", "set_gram",
        "set_num_threads"]

@@ -591,6 +591,114 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
     return out;
 }
 
+// The rows of a cross call of a part sum (fm_cross_gradient_sum, fm_cross_gram_sum): C1 (M × Dc), each part's states
+// states1[k] (M × its variables) and the parts' weights on the rows (weights1, M) and on the columns (weights2, N),
+// checked against the part sum `s` of the columns.
+struct CrossRows {
+    DoubleArray C1;
+    std::vector<IndexArray> states1;
+    std::vector<DoubleArray> weights1, weights2;
+    py::ssize_t M = 0;
+};
+
+CrossRows check_cross_rows(const PartSum& s, const py::object& C1_obj, const py::list& states1_obj,
+                           const py::object& weights1_obj, const py::object& weights2_obj) {
+    CrossRows r;
+    r.C1 = float_array(C1_obj, "C1", {-1, s.Dc}, "(M, " + std::to_string(s.Dc) + ")");
+    r.M = r.C1.shape(0);
+    if (py::len(states1_obj) != s.n_parts)
+        throw py::value_error("states1 must hold one state matrix per part (" + std::to_string(s.n_parts) +
+                              "), got " + std::to_string(py::len(states1_obj)));
+    for (std::size_t k = 0; k < s.n_parts; ++k) {
+        const std::string name = "states1[" + std::to_string(k) + "]";
+        r.states1.push_back(state_matrix(states1_obj[k], name.c_str(), *s.tables[k], r.M));
+    }
+    r.weights1 = part_weights(part_entries(weights1_obj, "weights1", s.n_parts, "None or an array"), "weights1", r.M);
+    r.weights2 = part_weights(part_entries(weights2_obj, "weights2", s.n_parts, "None or an array"), "weights2", s.N);
+    for (std::size_t k = 0; k < s.n_parts; ++k)
+        if ((r.weights1[k].size() > 0) != (r.weights2[k].size() > 0) && r.M > 0 && s.N > 0)
+            throw py::value_error("part " + std::to_string(k) + " has weights on one side only: weights1[k] and "
+                                  "weights2[k] must both be arrays or both be None");
+    return r;
+}
+
+// K (M × N) = Σ_k K_k(X1, X2), each part's Gram as fm_gram gives it on C1 / lengthscales[k] and C2 / lengthscales[k]
+// (its plan with the rational forms), a part with unit-diagonal weights multiplied by its row weight and then its
+// column weight (FMKernel._scale_by_weights), added part by part in order: the same sums, in the same order, as
+// numpy's.  Every part of a tile of rows is computed in one parallel region: part by part, AdditiveFM's 21 calls of
+// the acquisition screen on the NAS-like space were 21 regions, each waiting a scheduler slice for its second thread
+// when other processes held the cores (docs/benchmarks/suggestion.md, "On a machine whose cores are busy").
+py::array_t<double> fm_cross_gram_sum(const py::object& C1_obj, const py::list& states1_obj, const py::object& C2_obj,
+                                      const py::list& states2_obj, const py::object& lengthscales_obj,
+                                      const py::list& tables_obj, const py::object& alphas_obj,
+                                      const py::object& betas_obj, const py::object& variances_obj, int kind,
+                                      const py::object& coefficients, double exponent, int num_threads,
+                                      const py::object& weights1_obj, const py::object& weights2_obj) {
+    const PartSum s = check_part_sum(C2_obj, lengthscales_obj, states2_obj, tables_obj, alphas_obj, betas_obj,
+                                     variances_obj, kind, coefficients, exponent);
+    const CrossRows r = check_cross_rows(s, C1_obj, states1_obj, weights1_obj, weights2_obj);
+    const py::ssize_t M = r.M, N = s.N;
+    py::array_t<double> K({M, N});
+    {
+        py::gil_scoped_release release;
+        const std::size_t m = static_cast<std::size_t>(M), n = static_cast<std::size_t>(N);
+        const std::size_t dc = static_cast<std::size_t>(s.Dc);
+        // per part: its scaled rows and columns, plan and column layout, built once before the parallel region
+        std::vector<std::vector<double>> rows(s.n_parts), columns(s.n_parts);
+        std::vector<fastfm::FMPlan<double>> plans;
+        std::vector<fastfm::PointColumns<double>> cols;
+        std::vector<fastfm::GramProblem<double>> problems(s.n_parts);
+        plans.reserve(s.n_parts);
+        cols.reserve(s.n_parts);
+        // parts 1.. (each tile writes and then adds its own rows; every entry written before it is read)
+        std::unique_ptr<double[]> scratch(s.n_parts > 1 ? new double[m * n] : nullptr);
+        double* k_out = K.mutable_data();
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            rows[k] = s.scaled(k, r.C1.data(), M);
+            columns[k] = s.scaled(k);
+            plans.push_back(s.plan(k, true));
+            cols.push_back(fastfm::PointColumns<double>::from_rows(columns[k].data(), s.states[k].data(), n, dc,
+                                                                  s.tables[k]->n_variables()));
+        }
+        for (std::size_t k = 0; k < s.n_parts; ++k) {
+            fastfm::GramProblem<double>& pb = problems[k];
+            pb.plan = &plans[k];
+            pb.rows_continuous = rows[k].data();
+            pb.rows_states = r.states1[k].data();
+            pb.cols = &cols[k];
+            pb.n_rows = m;
+            pb.symmetric = false;
+            pb.K = k == 0 ? k_out : scratch.get();
+        }
+        fastfm::for_each_row_tile(
+            m, fastfm::tile_rows_for(n, false), num_threads,
+            [&] {
+                std::vector<fastfm::Workspace<double>> workspaces;
+                for (std::size_t k = 0; k < s.n_parts; ++k)
+                    workspaces.emplace_back(plans[k].n_variables(), plans[k].max_states);
+                return workspaces;
+            },
+            [&](std::vector<fastfm::Workspace<double>>& workspaces, std::size_t a0, std::size_t a1, std::size_t) {
+                for (std::size_t k = 0; k < s.n_parts; ++k) {
+                    fastfm_dispatch::gram_tile_f64(problems[k], workspaces[k], a0, a1);
+                    const bool weighted = r.weights1[k].size() > 0 && n > 0;
+                    const double* w1 = weighted ? r.weights1[k].data() : nullptr;
+                    const double* w2 = weighted ? r.weights2[k].data() : nullptr;
+                    const double* part = problems[k].K;
+                    for (std::size_t a = a0; a < a1; ++a)
+                        for (std::size_t b = 0; b < n; ++b) {
+                            const std::size_t i = a * n + b;
+                            double value = part[i];
+                            if (weighted) value = value * w1[a] * w2[b];   // (K w1) w2, numpy's order
+                            if (k == 0) k_out[i] = value;
+                            else k_out[i] += value;
+                        }
+                }
+            });
+    }
+    return K;
+}
+
 // K (M × N) = Σ_k K_k(X1, X2) and dK (M × N × Dc) = Σ_k ∂K_k/∂C1, each part's derivative in its scaled coordinates
 // divided by its lengthscales and, for a part with unit-diagonal weights, multiplied by its row weight and then its
 // column weight (FMKernel._gram_and_input_gradient), added part by part in order into (out_K, out_dK) when given (in
@@ -606,24 +714,11 @@ py::tuple fm_cross_gradient_sum(const py::object& C1_obj, const py::list& states
     const PartSum s = check_part_sum(C2_obj, lengthscales_obj, states2_obj, tables_obj, alphas_obj, betas_obj,
                                      variances_obj, kind, coefficients, exponent);
     const py::ssize_t N = s.N, Dc = s.Dc;
-    DoubleArray C1 = float_array(C1_obj, "C1", {-1, Dc}, "(M, " + std::to_string(Dc) + ")");
-    const py::ssize_t M = C1.shape(0);
-    if (py::len(states1_obj) != s.n_parts)
-        throw py::value_error("states1 must hold one state matrix per part (" + std::to_string(s.n_parts) +
-                              "), got " + std::to_string(py::len(states1_obj)));
-    std::vector<IndexArray> states1;
-    for (std::size_t k = 0; k < s.n_parts; ++k) {
-        const std::string name = "states1[" + std::to_string(k) + "]";
-        states1.push_back(state_matrix(states1_obj[k], name.c_str(), *s.tables[k], M));
-    }
-    const std::vector<DoubleArray> weights1 =
-        part_weights(part_entries(weights1_obj, "weights1", s.n_parts, "None or an array"), "weights1", M);
-    const std::vector<DoubleArray> weights2 =
-        part_weights(part_entries(weights2_obj, "weights2", s.n_parts, "None or an array"), "weights2", N);
-    for (std::size_t k = 0; k < s.n_parts; ++k)
-        if ((weights1[k].size() > 0) != (weights2[k].size() > 0) && M > 0 && N > 0)
-            throw py::value_error("part " + std::to_string(k) + " has weights on one side only: weights1[k] and "
-                                  "weights2[k] must both be arrays or both be None");
+    const CrossRows r = check_cross_rows(s, C1_obj, states1_obj, weights1_obj, weights2_obj);
+    const DoubleArray& C1 = r.C1;
+    const std::vector<IndexArray>& states1 = r.states1;
+    const std::vector<DoubleArray>&weights1 = r.weights1, &weights2 = r.weights2;
+    const py::ssize_t M = r.M;
     if (out_K_obj.is_none() != out_dK_obj.is_none())
         throw py::value_error("out_K and out_dK must both be arrays (added into) or both be None");
     const bool fresh = out_K_obj.is_none();
@@ -730,6 +825,13 @@ void bind_fm(py::module_& m) {
           "differentiated as w_a K_ab w_b, its row weights' share included in the beta block (from the Gram's "
           "chunks, recomputed, where the Gram is None).  workspace (N, N), not W, overwritten: the scratch of the "
           "weights W_ab w_a w_b.");
+    m.def("fm_cross_gram_sum", &fm_cross_gram_sum, py::arg("C1"), py::arg("states1"), py::arg("C2"),
+          py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
+          py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),
+          py::arg("num_threads") = 0, py::arg("weights1") = py::none(), py::arg("weights2") = py::none(),
+          "K (M, N): the sum of the parts' FM Grams between the rows (C1, states1[k]) and the columns (C2, "
+          "states2[k]), each as fm_gram gives it on the points divided by lengthscales[k], a part with weights "
+          "(weights1[k] on the rows, weights2[k] on the columns) scaled by them, added in order.");
     m.def("fm_cross_gradient_sum", &fm_cross_gradient_sum, py::arg("C1"), py::arg("states1"), py::arg("C2"),
           py::arg("states2"), py::arg("lengthscales"), py::arg("tables"), py::arg("alphas"), py::arg("betas"),
           py::arg("variances"), py::arg("kind"), py::arg("coefficients"), py::arg("exponent"),

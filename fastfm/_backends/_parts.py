@@ -1,5 +1,5 @@
 """A sum of FM kernels on the same points, part by part: the definition of ``fm_gram_sum``,
-``fm_grad_reduction_sum`` and ``fm_cross_gradient_sum`` (the reference backend's; the CUDA backend's first two with
+``fm_grad_reduction_sum``, ``fm_cross_gram_sum`` and ``fm_cross_gradient_sum`` (the reference backend's; the CUDA backend's first two with
 its own per-part calls).
 
 Part k is the FM kernel on the continuous columns C / lengthscales[k] and on discrete columns of its own,
@@ -88,6 +88,22 @@ def concatenated_part_reductions(fm_grad_reduction, C, lengthscales, states, W, 
             g_beta = np.asarray(g_beta) + per_point @ G
         pieces += [g_lengthscale, g_alpha, g_beta, [g_variance]]
     return np.concatenate(pieces)
+
+
+def sum_of_part_cross_grams(fm_gram, C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances,
+                            modulation, weights1=None, weights2=None):
+    """Σ_k K_k(X1, X2) with ``fm_gram`` per part on C1 / lengthscales[k] (states1[k]) and C2 / lengthscales[k]
+    (states2[k]), where ``weights1[k]`` (rows) and ``weights2[k]`` (columns) are given multiplied by them (FMKernel's
+    ``_scale_in_place``, rows first), added in order."""
+    K = None
+    for k, (C2_k, D2, spectra, alphas_k, betas_k, variance) in enumerate(
+            _parts(C2, lengthscales, states2, spectra_list, alphas, betas, variances)):
+        K_k = fm_gram(C1 / lengthscales[k], states1[k], C2_k, D2, spectra, alphas_k, betas_k, variance, modulation)
+        if weights1 is not None and weights1[k] is not None:
+            K_k = K_k * np.asarray(weights1[k], dtype=np.float64)[:, None]
+            K_k *= np.asarray(weights2[k], dtype=np.float64)[None, :]
+        K = K_k if K is None else np.add(K, K_k, out=K)
+    return K
 
 
 def sum_of_part_cross_gradients(fm_cross_gradient, C1, states1, C2, states2, lengthscales, spectra_list, alphas,

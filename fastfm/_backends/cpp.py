@@ -160,6 +160,17 @@ def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, beta
                                       workspace)
 
 
+def fm_cross_gram_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
+                      weights1=None, weights2=None):
+    """K (M, N): :func:`fm_gram` of the parts of :func:`fm_gram_sum` between rows C1 (states1[k]) and columns C2
+    (states2[k]), each on its own lengthscales and scaled by its row and column weights where given, added in order;
+    one parallel region for all the parts."""
+    return _cpp.fm_cross_gram_sum(C1, states1, C2, states2, lengthscales,
+                                  [_tables(spectra) for spectra in spectra_list], alphas, betas, variances,
+                                  *_modulation_arguments(modulation), _threads(spectra_list, len(C1) * len(C2)),
+                                  weights1, weights2)
+
+
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
                           out_K=None, out_dK=None, weights1=None, weights2=None):
     """(K (M, N), dK (M, N, Dc)): :func:`fm_cross_gradient` of the parts of :func:`fm_gram_sum` (rows C1 with

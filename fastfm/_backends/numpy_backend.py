@@ -96,6 +96,14 @@ def fm_grad_reduction_sum(C, lengthscales, states, W, spectra_list, alphas, beta
                                                workspace)
 
 
+def fm_cross_gram_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
+                      weights1=None, weights2=None):
+    """K (M, N): the parts of ``fm_gram_sum`` between rows C1 (states1[k]) and columns C2 (states2[k]), each scaled by
+    its row and column weights where given, added in order (``_parts.sum_of_part_cross_grams``)."""
+    return _parts.sum_of_part_cross_grams(fm_gram, C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas,
+                                          variances, modulation, weights1, weights2)
+
+
 def fm_cross_gradient_sum(C1, states1, C2, states2, lengthscales, spectra_list, alphas, betas, variances, modulation,
                           out_K=None, out_dK=None, weights1=None, weights2=None):
     """(K (M, N), dK (M, N, Dc)): ``fm_cross_gradient`` of the parts of ``fm_gram_sum`` (rows C1 with states1[k],

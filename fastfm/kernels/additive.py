@@ -141,6 +141,12 @@ class AdditiveFM(SpaceKernel):
 
     # ---- evaluation
     def _gram(self, X, Y):
+        if Y is not None:
+            # between two sets of points (the acquisition's screen): the components' Grams summed in order in one
+            # backend call where the backend has it, one parallel region instead of one per component
+            fused = self._memo("fused_components", self._fused_components)
+            if fused.cross_gram_sum is not None:
+                return fused.gram(X, Y)
         product, terms = self._components()
         K = product._gram(X, Y)
         for term in terms:
@@ -190,7 +196,9 @@ class AdditiveFM(SpaceKernel):
         # log w_p(v) of the scaled ones (None: plain), read at the rows' states per call
         tables = [kernel._unit_tables() for kernel in kernels]
         log_weights = [None if table is None else table[0] for table in tables]
-        return _FusedComponents(backend_function(self._backend_module(), "fm_cross_gradient_sum"), columns,
+        backend = self._backend_module()
+        return _FusedComponents(backend_function(backend, "fm_cross_gradient_sum"),
+                                getattr(backend, "fm_cross_gram_sum", None), columns,
                                 lengthscales, [a[0] for a in args], np.concatenate([a[1] for a in args]),
                                 np.concatenate([a[2] for a in args]), np.array([a[3] for a in args]), args[0][4],
                                 log_weights, [])
@@ -229,6 +237,7 @@ class _FusedComponents(NamedTuple):
     (stacked), spectra, α and β (concatenated), effective variances, and per component its log w_p(v) table where
     it has a unit-diagonal scaling (else None).  ``kept`` holds the last X2 (a copy) with its arguments."""
     cross_gradient_sum: object
+    cross_gram_sum: object          # the backend's fm_cross_gram_sum, or None where it has none (components in turn)
     columns: list
     lengthscales: np.ndarray
     spectra: list
@@ -242,18 +251,29 @@ class _FusedComponents(NamedTuple):
     def cross_gradient(self, X1, X2):
         """K(X1, X2) and ∂K/∂X1 summed over the components in order."""
         C1, states1, weights1 = self._arguments(X1)
-        # X2 is the training points at every prediction of a fit: their arguments (the weights at their states:
-        # a sixth of a prediction on XGBoost) are kept with a copy of X2 and reused while X2 is equal to it (a
-        # few µs to compare); one entry read into a local, so that threads never mix two X2s' arguments
+        C2, states2, weights2 = self._kept_arguments(X2)
+        return self.cross_gradient_sum(C1, states1, C2, states2, self.lengthscales, self.spectra, self.alphas,
+                                       self.betas, self.variances, self.modulation, weights1=weights1,
+                                       weights2=weights2)
+
+    def gram(self, X1, X2):
+        """K(X1, X2) summed over the components in order (``cross_gram_sum``: each component's Gram as its own
+        ``_gram`` gives it, to the bit)."""
+        C1, states1, weights1 = self._arguments(X1)
+        C2, states2, weights2 = self._kept_arguments(X2)
+        return self.cross_gram_sum(C1, states1, C2, states2, self.lengthscales, self.spectra, self.alphas,
+                                   self.betas, self.variances, self.modulation, weights1, weights2)
+
+    def _kept_arguments(self, X2):
+        """``_arguments(X2)``.  X2 is the training points at every prediction of a fit: their arguments (the weights
+        at their states: a sixth of a prediction on XGBoost) are kept with a copy of X2 and reused while X2 is equal
+        to it (a few µs to compare); one entry read into a local, so that threads never mix two X2s' arguments."""
         X2 = np.asarray(X2, dtype=np.float64)
         entry = self.kept[0] if self.kept else None
         if entry is None or entry[0].shape != X2.shape or not np.array_equal(entry[0], X2):
             entry = (X2.copy(), self._arguments(X2))
             self.kept[:] = [entry]
-        C2, states2, weights2 = entry[1]
-        return self.cross_gradient_sum(C1, states1, C2, states2, self.lengthscales, self.spectra, self.alphas,
-                                       self.betas, self.variances, self.modulation, weights1=weights1,
-                                       weights2=weights2)
+        return entry[1]
 
     def _arguments(self, X):
         """X's continuous columns, each component's discrete states and its unit-diagonal weights there

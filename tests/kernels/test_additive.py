@@ -47,6 +47,29 @@ def test_each_term_has_its_own_hyperparameters(mixed_space):
     assert fk.AdditiveFM(mixed_space).n_theta == modlap.n_theta + P * Dc + 3 * P
 
 
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_a_gram_between_two_sets_of_points_is_the_components_in_one_call(mixed_space, backend, monkeypatch):
+    """K(X, Y) through the backend's fm_cross_gram_sum (one call for every component) equals the components' Grams
+    added in order (the path of a backend without it) bit for bit, the scaled components (the product and the
+    integer's term: unit-diagonal weights) included."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    kernel = fk.AdditiveFM(mixed_space, backend=backend)
+    kernel.theta = kernel.theta + np.random.default_rng(31).uniform(-1, 1, kernel.n_theta)
+    X, Y = mixed_space.sample_encoded(37, seed=32), mixed_space.sample_encoded(41, seed=33)
+    fused = kernel(X, Y)
+    assert kernel._memo("fused_components", kernel._fused_components).cross_gram_sum is not None
+    product, terms = kernel._components()
+    expected = product(X, Y)
+    for term in terms:
+        expected = expected + term(X, Y)
+    np.testing.assert_array_equal(fused, expected)
+    # a backend without the call: the components in turn, the same bits
+    monkeypatch.setattr(type(kernel._memo("fused_components", kernel._fused_components)), "cross_gram_sum",
+                        property(lambda self: None))
+    np.testing.assert_array_equal(kernel(X, Y), fused)
+
+
 @pytest.mark.skipif("cpp" not in ff.available_backends(), reason="the C++ extension is not built")
 def test_cpp_backend_matches_numpy(mixed_space):
     rng = np.random.default_rng(3)
