@@ -524,6 +524,9 @@ def test_size_dispatch_sends_large_calls_to_the_gpu(monkeypatch):
     assert auto.hier_grad_reduction(V[:9], None, np.zeros((9, 9))) == "cpp"
     with pytest.raises(AttributeError):
         auto.fm_neighbour_gram_batch                                        # the CPU backend lacks it: kernels fall back
+    # keyword arguments pass through to the function chosen (a part sum's weights1=, weights2=)
+    cpu.fm_cross_gradient_sum = lambda *args, weights1=None, weights2=None: ("cpp", weights1, weights2)
+    assert auto.fm_cross_gradient_sum(None, None, weights1="w1", weights2="w2") == ("cpp", "w1", "w2")
 
     def refuse(*args):
         raise BackendUnavailableError("numba finds no usable CUDA device")

@@ -196,20 +196,21 @@ class SizeDispatch:
     def __getattr__(self, function_name):
         cpu_function = getattr(self.cpu, function_name)   # AttributeError: the CPU backend lacks it
 
-        def dispatch(*args):
+        def dispatch(*args, **kwargs):
+            # keyword arguments (a part sum's weights) pass through; the work is read off the positional ones
             work, threshold = _work(function_name, args)
             if work >= threshold:
                 gpu = _load("cuda")
                 gpu_function = getattr(gpu, function_name, None) if gpu is not None else None
                 if gpu_function is not None:
                     try:
-                        return gpu_function(*args)
+                        return gpu_function(*args, **kwargs)
                     except BackendUnavailableError as error:   # a driver numba cannot use, a size limit
                         if str(error) not in self.refusals:
                             self.refusals.add(str(error))
                             warnings.warn(f"fastfm: 'auto' could not use the GPU ({error}); using "
                                           f"{self.cpu.name} instead", RuntimeWarning, stacklevel=2)
-            return cpu_function(*args)
+            return cpu_function(*args, **kwargs)
 
         dispatch.__name__ = function_name
         return dispatch
