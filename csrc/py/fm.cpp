@@ -397,8 +397,9 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
     py::array_t<double> K = fresh ? py::array_t<double>({N, N}) : in_place_output(out_obj, "out", {N, N});
     py::array_t<double> diagonals({static_cast<py::ssize_t>(s.n_parts), N});
     // the kept Grams: the caller's grams_out[k] (the previous call's, reused) or new arrays, with the GIL held.  A
-    // likelihood evaluation at 200 points on a space of 20 ordinals allocated ten of them and the scratch: their
-    // pages, faulted in anew at every call, were ~5 % of the evaluation (docs/benchmarks/suggestion.md)
+    // likelihood evaluation at 200 points on the NAS-like space (ten ordinals) allocated ten of them and the scratch,
+    // their pages faulted in anew at every call: 9.4 ms an evaluation against 8.3 ms with them reused
+    // (docs/benchmarks/suggestion.md, "The likelihood's arrays reused")
     std::vector<py::array_t<double>> part_grams(s.n_parts);
     for (std::size_t k = 0; k < s.n_parts; ++k) {
         if (!(has_weights[k] && keep_grams)) continue;

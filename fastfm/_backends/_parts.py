@@ -1,6 +1,6 @@
 """A sum of FM kernels on the same points, part by part: the definition of ``fm_gram_sum``,
-``fm_grad_reduction_sum``, ``fm_cross_gram_sum`` and ``fm_cross_gradient_sum`` (the reference backend's; the CUDA backend's first two with
-its own per-part calls).
+``fm_grad_reduction_sum``, ``fm_cross_gram_sum`` and ``fm_cross_gradient_sum`` (the reference backend's; the CUDA
+backend's first two with its own per-part calls).
 
 Part k is the FM kernel on the continuous columns C / lengthscales[k] and on discrete columns of its own,
 ``states[k]`` with ``spectra_list[k]``; its α and β are the next n_k entries of the concatenated ``alphas`` and

@@ -114,10 +114,11 @@ def _neighbour_threads(spectra, var_index, n_points):
     return _threads_for(n_points * (_terms_per_pair(spectra) + int(np.sum(moved))))
 
 
-def _hyper(spectra, alphas, betas, variance, modulation, n_pairs):
-    """The trailing arguments shared by every ``_cpp`` entry point."""
+def _hyper(spectra, alphas, betas, variance, modulation, n_pairs, threads=None):
+    """The trailing arguments shared by every ``_cpp`` entry point; the thread count for ``n_pairs`` pairs, or
+    ``threads`` where the caller counts its work otherwise (``_neighbour_threads``)."""
     return (_tables(spectra), alphas, betas, float(variance), *_modulation_arguments(modulation),
-            _threads([spectra], n_pairs))
+            _threads([spectra], n_pairs) if threads is None else threads)
 
 
 def _modulation_arguments(modulation):
@@ -218,9 +219,9 @@ def fm_reduction_from_argument(R, D, W, spectra, alphas, betas, variance, modula
 
 def fm_neighbour_gram(c, v, C, D, var_index, new_state, spectra, alphas, betas, variance, modulation):
     """Rows k(x_m, X) of graph neighbours x_m of one point (c, v), shape (M, N)."""
-    return _cpp.fm_neighbour_gram(c, v, C, D, var_index, new_state, _tables(spectra), alphas, betas, float(variance),
-                                  *_modulation_arguments(modulation),
-                                  _neighbour_threads(spectra, np.asarray(var_index, dtype=np.int64), len(D)))
+    threads = _neighbour_threads(spectra, np.asarray(var_index, dtype=np.int64), len(D))
+    return _cpp.fm_neighbour_gram(c, v, C, D, var_index, new_state,
+                                  *_hyper(spectra, alphas, betas, variance, modulation, None, threads=threads))
 
 
 def fm_cross_gradient(C1, D1, C2, D2, spectra, alphas, betas, variance, modulation):

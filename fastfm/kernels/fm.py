@@ -173,9 +173,10 @@ class _PartSum:
         self._beta_owner = np.repeat(np.arange(len(self.parts)), counts)
         self._at = None
         # With keep_grams, the scaled parts' Grams of the last call and an N × N scratch, reused by the next call
-        # instead of new arrays: at 200 points on the NAS-like space (ten ordinals), the pages of eleven new
-        # N × N arrays, faulted in at every likelihood evaluation, were ~5 % of it (docs/benchmarks/suggestion.md,
-        # "The likelihood's arrays reused").  Not above _SHARE_CACHE_ENTRIES, where a held scratch would be large.
+        # instead of new arrays: at 200 points on the NAS-like space (ten ordinals) the pages of eleven new N × N
+        # arrays were faulted in at every likelihood evaluation (452 faults), which took 9.4 ms against 8.3 ms with
+        # the arrays reused (docs/benchmarks/suggestion.md, "The likelihood's arrays reused").  Not above
+        # _SHARE_CACHE_ENTRIES, where a held scratch would be large.
         self._grams_out = None
         self._workspace = np.empty((len(self.C),) * 2) if keep_grams and len(self.parts) > 1 else None
 
