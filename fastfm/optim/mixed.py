@@ -115,6 +115,17 @@ MIXED_ITERATIONS_PER_ROUND = 200
 MAX_ROUNDS = 100          # safety cap on alternations; convergence usually comes far earlier (our choice)
 IMPROVEMENT_TOL = 1e-6    # a gain below this, relative to max(1, |acquisition|), is "no improvement"
 DUPLICATE_TOL = 1e-9      # continuous coordinates closer than this count as the same point
+# Starts of the local search that reach the same discrete part with continuous parts closer than this have reached
+# the same local optimum of the continuous step (its runs converge to ~1e-5; distinct optima lie far further apart),
+# and from there they would climb alike: the one behind stops and ends where the other ends.  On the NAS-like space at
+# 200 observations 7 of the 10 starts met after the first round and all of them by the last of 15-17 rounds, each
+# round costing about as much for every start as for one (docs/benchmarks/suggestion.md, "Starts that meet").
+MERGE_TOL = 1e-4
+# After the first round a start whose discrete move gained runs no continuous search in that round, until its discrete
+# moves stop gaining (a start still ends only where neither gains): on the NAS-like space at 200 observations the runs
+# after each of 15-20 moves were more than half of the search (docs/benchmarks/suggestion.md, "Starts that meet").
+# True runs it after every move, the alternation before 2026-12-07 (for asv_benchmarks/peers/met_starts_probe.py).
+CONTINUOUS_AFTER_EVERY_MOVE = False
 # Where a conditional space's continuous variable is active in fewer than two observations, the model knows no trend
 # along it, only what its inactive code (0.0, the lower bound) lends it: the acquisition pulls the variable onto that
 # code, where the new branch looks like the many points that do not have it, or onto the face farthest from its one
@@ -418,6 +429,7 @@ class MixedAcquisitionOptimizer:
             X[gain, :space.n_continuous], acq[gain] = new_C[gain], new_acq[gain]
             return X, acq, 1
         active = np.ones(len(X), dtype=bool)
+        leader = np.arange(len(X))   # a start that met another follows it (_merge_met_starts)
         rounds = 0
         for rounds in range(1, self.max_rounds + 1):
             improved = np.zeros(len(X), dtype=bool)
@@ -430,18 +442,24 @@ class MixedAcquisitionOptimizer:
                 improved[idx[gain]] = True
             if space.n_continuous:
                 idx = np.flatnonzero(active)
-                if space.n_discrete and self.independent_mixed_runs:
-                    new_C, new_acq = _independent_runs(self, gp, acquisition, X[idx], MIXED_ITERATIONS_PER_ROUND)
-                else:
-                    new_C, new_acq = self._continuous_step(gp, acquisition, X[idx], acq[idx])
-                gain = new_acq > acq[idx] + _tolerance(acq[idx])
-                X[idx[gain], : space.n_continuous] = new_C[gain]
-                acq[idx[gain]] = new_acq[gain]
-                improved[idx[gain]] = True
+                if space.n_discrete and self.independent_mixed_runs and rounds > 1 and not CONTINUOUS_AFTER_EVERY_MOVE:
+                    idx = np.flatnonzero(active & ~improved)
+                if len(idx):
+                    if space.n_discrete and self.independent_mixed_runs:
+                        new_C, new_acq = _independent_runs(self, gp, acquisition, X[idx], MIXED_ITERATIONS_PER_ROUND)
+                    else:
+                        new_C, new_acq = self._continuous_step(gp, acquisition, X[idx], acq[idx])
+                    gain = new_acq > acq[idx] + _tolerance(acq[idx])
+                    X[idx[gain], : space.n_continuous] = new_C[gain]
+                    acq[idx[gain]] = new_acq[gain]
+                    improved[idx[gain]] = True
             active &= improved
+            if space.n_discrete:
+                _merge_met_starts(X, acq, active, leader, space.n_continuous)
             if not active.any():
                 break
-        return X, acq, rounds
+        leader = _final_leaders(leader)
+        return X[leader], acq[leader], rounds
 
     def _neighbourhoods(self, X):
         """(owner, var_index, new_state) listing every graph neighbour of every row of X."""
@@ -614,6 +632,33 @@ class _UnexploredColumns:
         not in these columns)."""
         movable = self.space.active_columns(X)[:, :self.space.n_continuous]
         return movable if self.mask is None else movable & ~self.mask
+
+
+def _merge_met_starts(X, acq, active, leader, n_continuous):
+    """Stop (``active``, in place) each active start of the local search that has met another start still leading
+    its own way: the same discrete part, continuous parts within MERGE_TOL, and an acquisition as high (a tie goes to
+    the lower index).  ``leader[i]`` (in place) becomes the start it met."""
+    leading = np.flatnonzero(leader == np.arange(len(X)))
+    for i in np.flatnonzero(active):
+        others = leading[leading != i]
+        same = np.all(X[others, n_continuous:] == X[i, n_continuous:], axis=1)
+        same &= np.all(np.abs(X[others, :n_continuous] - X[i, :n_continuous]) <= MERGE_TOL, axis=1)
+        ahead = (acq[others] > acq[i]) | ((acq[others] == acq[i]) & (others < i))
+        met = others[same & ahead]
+        if len(met):
+            leader[i] = met[np.argmax(acq[met])]
+            active[i] = False
+            leading = leading[leading != i]
+
+
+def _final_leaders(leader):
+    """Where each start ends: a start that met another ends where that one ends (as it would have climbed there
+    too), following the starts it met in turn."""
+    for _ in range(len(leader)):
+        if np.all(leader[leader] == leader):
+            break
+        leader = leader[leader]
+    return leader
 
 
 def _independent_runs(optimizer, gp, acquisition, X, maxiter=None):

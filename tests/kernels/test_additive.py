@@ -70,6 +70,32 @@ def test_a_gram_between_two_sets_of_points_is_the_components_in_one_call(mixed_s
     np.testing.assert_array_equal(kernel(X, Y), fused)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "cpp"])
+def test_neighbour_rows_fused_or_by_component_are_the_same_bits(mixed_space, backend, monkeypatch):
+    """A hill-climbing step's rows (``neighbour_gram_batch``): up to FUSED_NEIGHBOUR_MAX_PAIRS pairs one fused Gram of
+    the neighbour points, above it the product's neighbour rows plus each term's rows of the base points and of the
+    moved ones; both are the neighbour points' Gram, the first bit for bit, the second to rounding (the product's
+    neighbour rows multiply the base point's other factors by the moved one's, in another order)."""
+    if backend not in ff.available_backends():
+        pytest.skip("the C++ extension is not built")
+    kernel = fk.AdditiveFM(mixed_space, backend=backend)
+    kernel.theta = kernel.theta + np.random.default_rng(34).uniform(-1, 1, kernel.n_theta)
+    X0, X = mixed_space.sample_encoded(4, seed=35), mixed_space.sample_encoded(29, seed=36)
+    optimizer = ff.optim.MixedAcquisitionOptimizer(mixed_space)
+    owner, var_index, new_state = optimizer._neighbourhoods(X0)
+    calls = []
+    gram = kernel._memo("fused_components", kernel._fused_components).gram
+    monkeypatch.setattr(kernel._memo("fused_components", kernel._fused_components).__class__, "gram",
+                        lambda self, *args: calls.append(len(args[0])) or gram(*args))
+    fused = kernel.neighbour_gram_batch(X0, X, owner, var_index, new_state)
+    assert calls == [len(owner)]
+    monkeypatch.setattr(additive, "FUSED_NEIGHBOUR_MAX_PAIRS", len(owner) * len(X) - 1)
+    by_component = kernel.neighbour_gram_batch(X0, X, owner, var_index, new_state)
+    assert calls == [len(owner)]
+    np.testing.assert_allclose(by_component, fused, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(fused, kernel(kernel.neighbour_points(X0, owner, var_index, new_state), X))
+
+
 @pytest.mark.skipif("cpp" not in ff.available_backends(), reason="the C++ extension is not built")
 def test_cpp_backend_matches_numpy(mixed_space):
     rng = np.random.default_rng(3)

@@ -346,3 +346,149 @@ def test_default_search_sizes_follow_the_space(parameters, n_random, n_starts):
     there, issue 24 §3), between 2,048 and 10,000; 40 starts on any space with a Set."""
     optimizer = MixedAcquisitionOptimizer(ff.Space(parameters))
     assert (optimizer.n_random, optimizer.n_starts) == (n_random, n_starts)
+
+
+def test_a_start_that_meets_a_better_one_stops_and_follows_it():
+    """``_merge_met_starts``: an active start with the same discrete part as another leading start and continuous
+    parts within MERGE_TOL stops behind the one with the higher acquisition (a tie: the lower index); a start apart in
+    either part, or behind no one, goes on."""
+    from fastfm.optim.mixed import MERGE_TOL, _merge_met_starts
+
+    X = np.array([[0.20, 0.50, 1, 2],
+                  [0.20 + MERGE_TOL / 2, 0.50, 1, 2],      # meets 0, lower acquisition: follows 0
+                  [0.20, 0.50, 1, 3],                      # another discrete part
+                  [0.20 + 3 * MERGE_TOL, 0.50, 1, 2],      # too far from 0
+                  [0.20, 0.50 - MERGE_TOL / 2, 1, 3],      # meets 2 at the same acquisition: the lower index leads
+                  [0.90, 0.10, 0, 0]])
+    acq = np.array([1.0, 0.5, 0.7, 2.0, 0.7, 0.1])
+    active = np.array([True, True, True, True, True, False])
+    leader = np.arange(6)
+    _merge_met_starts(X, acq, active, leader, n_continuous=2)
+    np.testing.assert_array_equal(active, [True, False, True, True, False, False])
+    np.testing.assert_array_equal(leader, [0, 0, 2, 3, 2, 5])
+    # a start that reaches a stopped one with a higher acquisition stops too; one ahead of it goes on
+    X2, acq2 = X.copy(), acq.copy()
+    X2[3] = X2[5]
+    acq2[3] = 0.05
+    active2, leader2 = np.array([True, False, True, True, False, False]), leader.copy()
+    _merge_met_starts(X2, acq2, active2, leader2, n_continuous=2)
+    assert not active2[3] and leader2[3] == 5
+    assert active2[0] and active2[2]
+
+
+def _local_search_counting(optimizer, gp, acquisition, starts, start_values, monkeypatch):
+    """(X, acq, rounds, model calls) of ``optimizer._local_search`` from ``starts``."""
+    calls = []
+    for name in ("predict_standardized_with_input_gradient", "predict_standardized_from_cross"):
+        method = getattr(gp, name)
+        monkeypatch.setattr(gp, name, lambda *args, _method=method: calls.append(len(args[0])) or _method(*args))
+    X, acq, rounds = optimizer._local_search(gp, acquisition, starts.copy(), start_values.copy())
+    monkeypatch.undo()
+    return X, acq, rounds, sum(calls)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_starts_that_meet_reach_the_same_maxima_for_less_work(seed, monkeypatch):
+    """Starts drawn near each other meet in the first rounds.  Merging them (the default) ends every start at the
+    acquisition value of the search without merging to 1e-6, the best one included, and scores
+    fewer rows; each returned value is the acquisition at its returned point."""
+    from fastfm.optim import mixed
+
+    space = ff.Space([ff.Real("u", 0, 1), ff.Real("w", 0, 1)] + [ff.Categorical(f"h{i}", list(range(3)))
+                                                                 for i in range(6)])
+
+    def f(x):
+        return (x[0] - 0.3) ** 2 + np.sin(4 * x[1]) * 0.3 + 0.2 * np.sum(x[2:] == 1) - 0.3 * (x[2] == x[3])
+
+    gp, X, _ = _fitted_gp(space, f, 40, seed=seed)
+    acquisition = _acq(gp)
+    rng = np.random.default_rng(seed)
+    base = space.sample_encoded(3, seed=seed + 10)
+    starts = base[rng.integers(0, 3, 12)]
+    starts[:, :2] = np.clip(starts[:, :2] + rng.normal(0, 0.01, (12, 2)), 0, 1)
+    start_values = acquisition(*gp.predict_standardized(starts))[0]
+    optimizer = MixedAcquisitionOptimizer(space)
+    X_merged, acq_merged, _, work_merged = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
+                                                                  monkeypatch)
+    monkeypatch.setattr(mixed, "_merge_met_starts", lambda *args: None)
+    X_apart, acq_apart, _, work_apart = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
+                                                               monkeypatch)
+    np.testing.assert_allclose(acq_merged, acq_apart, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(X_merged[:, 2:], X_apart[:, 2:])
+    np.testing.assert_allclose(acq_merged, acquisition(*gp.predict_standardized(X_merged))[0], rtol=1e-12)
+    assert work_merged < work_apart
+
+
+def test_on_a_discrete_space_starts_that_meet_end_as_without_merging(monkeypatch):
+    """On a discrete space two starts meet only at the same point, from which they climb alike: the search ends at
+    the points it ends at without merging, with their values.  (Integers: path graphs, many steps to a maximum.)"""
+    from fastfm.optim import mixed
+
+    space = ff.Space([ff.Integer(f"n{i}", 0, 11) for i in range(4)])
+    gp, X, _ = _fitted_gp(space, lambda x: np.sum((x - np.array([2, 9, 5, 7])) ** 2) + 3 * (x[0] > x[1]), 30, seed=5)
+    acquisition = _acq(gp)
+    starts = space.sample_encoded(20, seed=3)
+    start_values = acquisition(*gp.predict_standardized(starts))[0]
+    optimizer = MixedAcquisitionOptimizer(space)
+    X_merged, acq_merged, _, work_merged = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
+                                                                  monkeypatch)
+    monkeypatch.setattr(mixed, "_merge_met_starts", lambda *args: None)
+    X_apart, acq_apart, _, work_apart = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
+                                                               monkeypatch)
+    np.testing.assert_array_equal(X_merged, X_apart)
+    # the values to the rounding of the batched solves, whose batch (the active starts' neighbours) is smaller
+    np.testing.assert_allclose(acq_merged, acq_apart, rtol=1e-13)
+    assert work_merged < work_apart
+
+
+def test_a_start_searches_its_continuous_part_once_its_discrete_moves_stop_gaining(monkeypatch):
+    """After the first round, the continuous search of a round takes exactly the starts whose discrete move did not
+    gain in it; the search still ends where neither gains: no neighbour of a returned point scores higher, and the
+    acquisition's projected gradient in the continuous coordinates vanishes there."""
+    from fastfm.optim import mixed
+
+    space = ff.Space([ff.Real("u", 0, 1), ff.Real("w", 0, 1)] + [ff.Categorical(f"h{i}", list(range(4)))
+                                                                 for i in range(5)])
+
+    def f(x):
+        return (x[0] - 0.7) ** 2 + np.sin(4 * x[1]) * 0.3 + 0.25 * np.sum(x[2:] == 2) - 0.2 * (x[2] == x[4])
+
+    gp, X, _ = _fitted_gp(space, f, 40, seed=8)
+    acquisition = _acq(gp)
+    starts = space.sample_encoded(10, seed=9)
+    start_values = acquisition(*gp.predict_standardized(starts))[0]
+    log = []
+    hill_climb_step, independent_runs = MixedAcquisitionOptimizer._hill_climb_step, mixed._independent_runs
+
+    def recording_step(self, gp, acquisition, X, current):
+        moved, values = hill_climb_step(self, gp, acquisition, X, current)
+        log.append(("discrete", X.copy(), values > current + mixed._tolerance(current)))
+        return moved, values
+
+    monkeypatch.setattr(MixedAcquisitionOptimizer, "_hill_climb_step", recording_step)
+    monkeypatch.setattr(mixed, "_independent_runs", lambda opt, gp, acq, X, maxiter=None: log.append(
+        ("continuous", X.copy(), None)) or independent_runs(opt, gp, acq, X, maxiter))
+    optimizer = MixedAcquisitionOptimizer(space)
+    X_end, acq_end, rounds = optimizer._local_search(gp, acquisition, starts.copy(), start_values.copy())
+    assert rounds >= 3
+    assert log[0][0] == "discrete" and log[1][0] == "continuous" and len(log[1][1]) == len(starts)
+    skipped = 0
+    for previous, entry in zip(log[2:], log[3:]):
+        if previous[0] != "discrete":
+            continue
+        _, rows, gained = previous
+        expected = rows[~gained]
+        if entry[0] == "continuous":
+            np.testing.assert_array_equal(entry[1], expected)
+        else:
+            assert len(expected) == 0
+        skipped += int(gained.sum())
+    assert skipped > 0
+    monkeypatch.undo()
+    _, neighbour_values = optimizer._hill_climb_step(gp, acquisition, X_end, acq_end)
+    assert np.all(neighbour_values <= acq_end + mixed._tolerance(acq_end))
+    mu, sigma, dmu, dsigma = gp.predict_standardized_with_input_gradient(X_end)
+    _, dvalue_dmu, dvalue_dsigma = acquisition(mu, sigma)
+    gradient = dvalue_dmu[:, None] * dmu + dvalue_dsigma[:, None] * dsigma
+    C = X_end[:, :space.n_continuous]
+    assert np.max(np.abs(np.clip(C + gradient, 0.0, 1.0) - C)) < 1e-3 * np.maximum(1.0, np.abs(acq_end)).max()
