@@ -376,15 +376,24 @@ def test_a_start_that_meets_a_better_one_stops_and_follows_it():
     assert active2[0] and active2[2]
 
 
-def _local_search_counting(optimizer, gp, acquisition, starts, start_values, monkeypatch):
-    """(X, acq, rounds, model calls) of ``optimizer._local_search`` from ``starts``."""
-    calls = []
-    for name in ("predict_standardized_with_input_gradient", "predict_standardized_from_cross"):
-        method = getattr(gp, name)
-        monkeypatch.setattr(gp, name, lambda *args, _method=method: calls.append(len(args[0])) or _method(*args))
-    X, acq, rounds = optimizer._local_search(gp, acquisition, starts.copy(), start_values.copy())
-    monkeypatch.undo()
-    return X, acq, rounds, sum(calls)
+def _searches_with_and_without_merging(space, gp, acquisition, starts, monkeypatch):
+    """(X, acq, rows scored) of the default local search from ``starts``, and the same without merging starts that
+    meet."""
+    from fastfm.optim import mixed
+
+    optimizer = MixedAcquisitionOptimizer(space)
+    start_values = acquisition(*gp.predict_standardized(starts))[0]
+    results = []
+    for merge in (mixed._merge_met_starts, lambda *args: None):
+        rows = []
+        monkeypatch.setattr(mixed, "_merge_met_starts", merge)
+        for name in ("predict_standardized_with_input_gradient", "predict_standardized_from_cross"):
+            method = getattr(gp, name)
+            monkeypatch.setattr(gp, name, lambda *args, _method=method: rows.append(len(args[0])) or _method(*args))
+        X, acq, _ = optimizer._local_search(gp, acquisition, starts.copy(), start_values.copy())
+        monkeypatch.undo()
+        results.append((X, acq, sum(rows)))
+    return results
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -392,8 +401,6 @@ def test_starts_that_meet_reach_the_same_maxima_for_less_work(seed, monkeypatch)
     """Starts drawn near each other meet in the first rounds.  Merging them (the default) ends every start at the
     acquisition value of the search without merging to 1e-6, the best one included, and scores
     fewer rows; each returned value is the acquisition at its returned point."""
-    from fastfm.optim import mixed
-
     space = ff.Space([ff.Real("u", 0, 1), ff.Real("w", 0, 1)] + [ff.Categorical(f"h{i}", list(range(3)))
                                                                  for i in range(6)])
 
@@ -406,13 +413,8 @@ def test_starts_that_meet_reach_the_same_maxima_for_less_work(seed, monkeypatch)
     base = space.sample_encoded(3, seed=seed + 10)
     starts = base[rng.integers(0, 3, 12)]
     starts[:, :2] = np.clip(starts[:, :2] + rng.normal(0, 0.01, (12, 2)), 0, 1)
-    start_values = acquisition(*gp.predict_standardized(starts))[0]
-    optimizer = MixedAcquisitionOptimizer(space)
-    X_merged, acq_merged, _, work_merged = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
-                                                                  monkeypatch)
-    monkeypatch.setattr(mixed, "_merge_met_starts", lambda *args: None)
-    X_apart, acq_apart, _, work_apart = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
-                                                               monkeypatch)
+    (X_merged, acq_merged, work_merged), (X_apart, acq_apart, work_apart) = _searches_with_and_without_merging(
+        space, gp, acquisition, starts, monkeypatch)
     np.testing.assert_allclose(acq_merged, acq_apart, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(X_merged[:, 2:], X_apart[:, 2:])
     np.testing.assert_allclose(acq_merged, acquisition(*gp.predict_standardized(X_merged))[0], rtol=1e-12)
@@ -422,19 +424,11 @@ def test_starts_that_meet_reach_the_same_maxima_for_less_work(seed, monkeypatch)
 def test_on_a_discrete_space_starts_that_meet_end_as_without_merging(monkeypatch):
     """On a discrete space two starts meet only at the same point, from which they climb alike: the search ends at
     the points it ends at without merging, with their values.  (Integers: path graphs, many steps to a maximum.)"""
-    from fastfm.optim import mixed
-
     space = ff.Space([ff.Integer(f"n{i}", 0, 11) for i in range(4)])
     gp, X, _ = _fitted_gp(space, lambda x: np.sum((x - np.array([2, 9, 5, 7])) ** 2) + 3 * (x[0] > x[1]), 30, seed=5)
     acquisition = _acq(gp)
-    starts = space.sample_encoded(20, seed=3)
-    start_values = acquisition(*gp.predict_standardized(starts))[0]
-    optimizer = MixedAcquisitionOptimizer(space)
-    X_merged, acq_merged, _, work_merged = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
-                                                                  monkeypatch)
-    monkeypatch.setattr(mixed, "_merge_met_starts", lambda *args: None)
-    X_apart, acq_apart, _, work_apart = _local_search_counting(optimizer, gp, acquisition, starts, start_values,
-                                                               monkeypatch)
+    (X_merged, acq_merged, work_merged), (X_apart, acq_apart, work_apart) = _searches_with_and_without_merging(
+        space, gp, acquisition, space.sample_encoded(20, seed=3), monkeypatch)
     np.testing.assert_array_equal(X_merged, X_apart)
     # the values to the rounding of the batched solves, whose batch (the active starts' neighbours) is smaller
     np.testing.assert_allclose(acq_merged, acq_apart, rtol=1e-13)
