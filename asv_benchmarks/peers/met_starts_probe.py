@@ -8,6 +8,7 @@ where its discrete move did not gain (``CONTINUOUS_AFTER_EVERY_MOVE``).
     PYTHONPATH=. python asv_benchmarks/peers/met_starts_probe.py paired OLD.jsonl NEW.jsonl [NEW2.jsonl ...]
     R=asv_benchmarks/peers/results/met_starts.jsonl
     PYTHONPATH=. python asv_benchmarks/peers/met_starts_probe.py paired "$R#before" "$R#merged" "$R#merged_discrete_first"
+    PYTHONPATH=. python asv_benchmarks/peers/met_starts_probe.py paired "$R#before" "$R#final"
 
 ``search``: on the NAS-like space of ``suggestion_time.py`` (``--n-obs`` random points told to
 ``Optimizer(space, kernel="auto")``), or on a benchmark problem along a default BO run of ``--n-obs`` evaluations,
