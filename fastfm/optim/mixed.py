@@ -414,12 +414,7 @@ class MixedAcquisitionOptimizer:
     def _is_duplicate(self, x, others):
         if len(others) == 0:
             return False
-        nc = self.space.n_continuous
-        same_discrete = np.all(others[:, nc:] == x[nc:], axis=1)
-        if nc == 0:
-            return bool(same_discrete.any())
-        close = np.all(np.abs(others[:, :nc] - x[:nc]) <= DUPLICATE_TOL, axis=1)
-        return bool(np.any(same_discrete & close))
+        return bool(np.any(_same_point(others, x, self.space.n_continuous, DUPLICATE_TOL)))
 
     def _local_search(self, gp, acquisition, X, acq):
         space = self.space
@@ -430,6 +425,7 @@ class MixedAcquisitionOptimizer:
             return X, acq, 1
         active = np.ones(len(X), dtype=bool)
         leader = np.arange(len(X))   # a start that met another follows it (_merge_met_starts)
+        independent_runs = space.n_discrete and self.independent_mixed_runs
         rounds = 0
         for rounds in range(1, self.max_rounds + 1):
             improved = np.zeros(len(X), dtype=bool)
@@ -442,10 +438,10 @@ class MixedAcquisitionOptimizer:
                 improved[idx[gain]] = True
             if space.n_continuous:
                 idx = np.flatnonzero(active)
-                if space.n_discrete and self.independent_mixed_runs and rounds > 1 and not CONTINUOUS_AFTER_EVERY_MOVE:
+                if independent_runs and rounds > 1 and not CONTINUOUS_AFTER_EVERY_MOVE:
                     idx = np.flatnonzero(active & ~improved)
                 if len(idx):
-                    if space.n_discrete and self.independent_mixed_runs:
+                    if independent_runs:
                         new_C, new_acq = _independent_runs(self, gp, acquisition, X[idx], MIXED_ITERATIONS_PER_ROUND)
                     else:
                         new_C, new_acq = self._continuous_step(gp, acquisition, X[idx], acq[idx])
@@ -634,6 +630,13 @@ class _UnexploredColumns:
         return movable if self.mask is None else movable & ~self.mask
 
 
+def _same_point(others, x, n_continuous, tolerance):
+    """(len(others),) bool: the rows of ``others`` with x's discrete part and continuous coordinates within
+    ``tolerance`` of x's."""
+    same = np.all(others[:, n_continuous:] == x[n_continuous:], axis=1)
+    return same & np.all(np.abs(others[:, :n_continuous] - x[:n_continuous]) <= tolerance, axis=1)
+
+
 def _merge_met_starts(X, acq, active, leader, n_continuous):
     """Stop (``active``, in place) each active start of the local search that has met another start still leading
     its own way: the same discrete part, continuous parts within MERGE_TOL, and an acquisition as high (a tie goes to
@@ -641,10 +644,8 @@ def _merge_met_starts(X, acq, active, leader, n_continuous):
     leading = np.flatnonzero(leader == np.arange(len(X)))
     for i in np.flatnonzero(active):
         others = leading[leading != i]
-        same = np.all(X[others, n_continuous:] == X[i, n_continuous:], axis=1)
-        same &= np.all(np.abs(X[others, :n_continuous] - X[i, :n_continuous]) <= MERGE_TOL, axis=1)
         ahead = (acq[others] > acq[i]) | ((acq[others] == acq[i]) & (others < i))
-        met = others[same & ahead]
+        met = others[_same_point(X[others], X[i], n_continuous, MERGE_TOL) & ahead]
         if len(met):
             leader[i] = met[np.argmax(acq[met])]
             active[i] = False
