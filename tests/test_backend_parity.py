@@ -261,7 +261,8 @@ RATIONAL_SPACE = ff.Space([ff.Real(f"c{d}", 0.0, 1.0) for d in range(3)]
                              ff.Graph("cycle", 5, [(k, (k + 1) % 5) for k in range(5)])])
 RATIONAL_EXPECTED = ["complete"] * 3 + ["tridiagonal"] * 8 + ["general"] * 2
 # Every factor rational, as on the large-N regression set: the distances are then computed inside the
-# rational blocks of 32 columns (no argument pass), and the columns after the last block one by one.
+# rational blocks of 32 columns (16 with four-lane vectors; no argument pass), and the columns after the last
+# whole block by one more block that ends at the chunk's last column (one by one where the points are fewer).
 ALL_RATIONAL_SPACE = ff.Space([ff.Real(f"c{d}", 0.0, 1.0) for d in range(5)]
                               + [ff.Categorical(f"n{i}", list(range(k))) for i, k in enumerate((2, 4, 4, 7))]
                               + [ff.Ordinal(f"o{i}", list(range(n))) for i, n in enumerate((3, 5, 5, 8))])
@@ -400,9 +401,11 @@ def test_rational_denominator_underflow_keeps_per_factor_paths(cpp):
 
 
 @pytest.mark.parametrize("space", [RATIONAL_SPACE, ALL_RATIONAL_SPACE], ids=["some_rational", "all_rational"])
-def test_rational_blocks_and_remaining_columns_agree_bitwise(cpp, space):
-    """A column is computed in a vector block of 32 or one by one after the last block depending on where
-    its chunk starts; both must give the same bits (batched and unbatched calls must agree exactly)."""
+def test_rational_blocks_and_remaining_columns_agree_bitwise(cpp, space, forced_lanes):
+    """A column is computed in a vector block, in the block that ends at its chunk's last column (overlapping
+    the whole blocks before it, or columns before the chunk) or, among fewer points than a block, one by one,
+    depending on where its chunk starts and ends; all must give the same bits (batched and unbatched calls
+    must agree exactly), with either lane count."""
     C, D = _inputs(space, 7, seed=41)
     C2, D2 = _inputs(space, 99, seed=42)
     args = _hyper(space, 43, Modulation())

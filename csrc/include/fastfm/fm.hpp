@@ -1822,6 +1822,11 @@ inline void rational_tridiagonal_block(const VariablePlan<T>& var, int v,
     for (int u = 0; u < U; ++u) num[u] *= numerator[u];
 }
 
+// Column vectors per block of rational_factor_blocks: four independent chains for the FMA latency, and the
+// arguments, running products and one factor's temporaries still fit in AVX-512's 32 vector registers.  With
+// four-lane vectors (AVX2, 16 registers) two per block were measured 5-9 % slower than four (2026-11-24).
+constexpr int kRationalBlockVectors = 4;
+
 // Π Num_p into num and Π Den_p into den for the whole blocks of [0, count); returns the columns done.
 template <typename T, int W>
 inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
@@ -1829,10 +1834,7 @@ inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* 
                                           const T* FASTFM_RESTRICT row_continuous, const T* FASTFM_RESTRICT arg,
                                           std::size_t count, T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
     using L = RationalLanes<T, W>;
-    // Four column vectors per block: independent chains for the FMA latency, and the arguments, running
-    // products and one factor's temporaries still fit in AVX-512's 32 vector registers.  With four-lane
-    // vectors (AVX2, 16 registers) two per block were measured 5-9 % slower than four (2026-11-24).
-    constexpr int U = 4;
+    constexpr int U = kRationalBlockVectors;
     constexpr std::size_t block = static_cast<std::size_t>(U) * L::W;
     const std::size_t P = plan.n_variables();
     const std::vector<T>& den0 = plan.rational_den_groups[0];
@@ -1891,15 +1893,42 @@ inline std::size_t rational_factor_blocks(const FMPlan<T>& plan, const int64_t* 
     }
     return j;
 }
+
+// The columns [j, count) after rational_factor_blocks' whole blocks, by one more block: the one that ends at the
+// chunk's last column, which starts before column j (columns computed again, or before the chunk: a symmetric row's
+// chunk starts at the row's own column, and the point columns hold every column).  The blocks do the scalar columns'
+// operations in the same order (above), so these columns get the same bits as there, at the vector blocks' speed:
+// the scalar columns were up to 31 of a row's 1-200 in a symmetric Gram, ~40 % of its Gram tile's time on the
+// NAS-like space at 200 points.  Only where the blocks compute r from the row's coordinates (`row_continuous`): the
+// argument array holds the chunk's columns alone.  Returns the columns done: count, or j where the points are fewer
+// than a block.
+template <typename T, int W>
+inline std::size_t rational_factor_last_block(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                              const PointColumns<T>& cols, std::size_t js,
+                                              const T* FASTFM_RESTRICT row_continuous, std::size_t count,
+                                              std::size_t j, T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
+    constexpr std::size_t block = static_cast<std::size_t>(kRationalBlockVectors) * RationalLanes<T, W>::W;
+    const std::size_t end = js + count;
+    if (end < block) return j;
+    const std::size_t start = end - block;
+    T block_num[block], block_den[block];
+    rational_factor_blocks<T, W>(plan, v, cols, start, row_continuous, nullptr, block, block_num, block_den);
+    for (std::size_t k = j; k < count; ++k) {
+        num[k] = block_num[js + k - start];
+        den[k] = block_den[js + k - start];
+    }
+    return count;
+}
 #endif
 
 // Every factor with a rational form at once: out[j] = σ² Π_p Num_p / Π_p Den_p, one division per pair
 // instead of one per factor (and no continuant arrays).  The other factors are the caller's.  The
 // argument r comes from `arg`, or, given the row's coordinates `row_continuous` (r = the squared
-// distance, exponent 2), is computed in the blocks, and only the columns after the last block are
-// written to `arg`.  Returns false, with out untouched, when Π Den_p exceeds plan.rational_limit for some
-// column (huge r, i.e. distant pairs): the products could then leave the safe range, and the caller
-// takes the per-factor path.
+// distance, exponent 2), is computed in the blocks (the last, overlapping one included:
+// rational_factor_last_block), and then `arg` is written only where the points are fewer than a block.
+// Returns false, with out untouched, when Π Den_p exceeds plan.rational_limit for some column (huge r,
+// i.e. distant pairs): the products could then leave the safe range, and the caller takes the
+// per-factor path.
 template <typename T>
 inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
                                       const PointColumns<T>& cols, std::size_t js,
@@ -1912,6 +1941,11 @@ inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FAST
                         ? rational_factor_blocks<T, kWideLanes>(plan, v, cols, js, row_continuous, arg, count, num, den)
                         : rational_factor_blocks<T, kNarrowLanes<T>>(plan, v, cols, js, row_continuous, arg, count, num,
                                                                      den);
+    if (j < count && row_continuous != nullptr)
+        j = plan.wide_vectors ? rational_factor_last_block<T, kWideLanes>(plan, v, cols, js, row_continuous, count, j,
+                                                                          num, den)
+                              : rational_factor_last_block<T, kNarrowLanes<T>>(plan, v, cols, js, row_continuous,
+                                                                               count, j, num, den);
 #else
     std::size_t j = 0;
 #endif
