@@ -1919,6 +1919,18 @@ inline std::size_t rational_factor_last_block(const FMPlan<T>& plan, const int64
     }
     return count;
 }
+
+// rational_factor_blocks, then, where the blocks compute r from the coordinates, rational_factor_last_block: the
+// columns of [0, count) done in vector blocks (count but where the points are fewer than a block).
+template <typename T, int W>
+inline std::size_t rational_factor_vector_columns(const FMPlan<T>& plan, const int64_t* FASTFM_RESTRICT v,
+                                                  const PointColumns<T>& cols, std::size_t js,
+                                                  const T* FASTFM_RESTRICT row_continuous, const T* FASTFM_RESTRICT arg,
+                                                  std::size_t count, T* FASTFM_RESTRICT num, T* FASTFM_RESTRICT den) {
+    const std::size_t j = rational_factor_blocks<T, W>(plan, v, cols, js, row_continuous, arg, count, num, den);
+    if (j == count || row_continuous == nullptr) return j;
+    return rational_factor_last_block<T, W>(plan, v, cols, js, row_continuous, count, j, num, den);
+}
 #endif
 
 // Every factor with a rational form at once: out[j] = σ² Π_p Num_p / Π_p Den_p, one division per pair
@@ -1938,14 +1950,10 @@ inline bool multiply_rational_factors(const FMPlan<T>& plan, const int64_t* FAST
     T* FASTFM_RESTRICT den = ws.denominator.data();
 #if defined(__GNUC__) && !defined(__clang__)
     std::size_t j = plan.wide_vectors
-                        ? rational_factor_blocks<T, kWideLanes>(plan, v, cols, js, row_continuous, arg, count, num, den)
-                        : rational_factor_blocks<T, kNarrowLanes<T>>(plan, v, cols, js, row_continuous, arg, count, num,
-                                                                     den);
-    if (j < count && row_continuous != nullptr)
-        j = plan.wide_vectors ? rational_factor_last_block<T, kWideLanes>(plan, v, cols, js, row_continuous, count, j,
-                                                                          num, den)
-                              : rational_factor_last_block<T, kNarrowLanes<T>>(plan, v, cols, js, row_continuous,
-                                                                               count, j, num, den);
+                        ? rational_factor_vector_columns<T, kWideLanes>(plan, v, cols, js, row_continuous, arg, count,
+                                                                        num, den)
+                        : rational_factor_vector_columns<T, kNarrowLanes<T>>(plan, v, cols, js, row_continuous, arg,
+                                                                             count, num, den);
 #else
     std::size_t j = 0;
 #endif
