@@ -13,6 +13,36 @@ namespace fastfm_py {
 
 namespace {
 
+// r_a = Σ_b (W_ab + W_ba) K_ab, or 2 Σ_b W_ab K_ab when W is symmetric (N × N arrays).  Each row's sum runs over b
+// in order, as one loop per row would, but four rows at a time: one row's sum is a chain of dependent additions,
+// four are independent chains that hide the adder's latency (one row at a time, the symmetric case took half of
+// fm_grad_reduction_sum's own time on the NAS-like space).
+template <bool SymmetricWeights, std::size_t Rows>
+void weight_share_rows(const double* W, const double* K, std::size_t n, std::size_t a, double* r) {
+    double sums[Rows] = {};
+    for (std::size_t b = 0; b < n; ++b)
+        for (std::size_t i = 0; i < Rows; ++i) {
+            const std::size_t ab = (a + i) * n + b;
+            sums[i] += (SymmetricWeights ? W[ab] : W[ab] + W[b * n + a + i]) * K[ab];
+        }
+    for (std::size_t i = 0; i < Rows; ++i) r[a + i] = SymmetricWeights ? sums[i] * 2.0 : sums[i];
+}
+
+template <bool SymmetricWeights>
+void weight_share_sums(const double* W, const double* K, std::size_t n, double* r) {
+    constexpr std::size_t kRows = 4;
+    std::size_t a = 0;
+    for (; a + kRows <= n; a += kRows) weight_share_rows<SymmetricWeights, kRows>(W, K, n, a, r);
+    for (; a < n; ++a) weight_share_rows<SymmetricWeights, 1>(W, K, n, a, r);
+}
+
+void weight_share_sums(const double* W, const double* K, std::size_t n, bool symmetric_weights, double* r) {
+    if (symmetric_weights)
+        weight_share_sums<true>(W, K, n, r);
+    else
+        weight_share_sums<false>(W, K, n, r);
+}
+
 // β block += Σ_a r_a G_a: a unit-diagonal part's weights' share, G = ∂log w/∂log β (n × P, row-major).
 void add_weight_share(const std::vector<double>& r, const double* G, std::size_t P, double* beta) {
     for (std::size_t a = 0; a < r.size(); ++a)
@@ -452,16 +482,21 @@ py::tuple fm_gram_sum(const py::object& C_obj, const py::object& lengthscales_ob
             pb.symmetric = true;
             pb.K = target;
             fastfm::run_gram(pb, num_threads, &fastfm_dispatch::gram_tile_f64);
-            if (weighted) {
-                const double* w = weights[k].data();
-                for (std::size_t a = 0; a < n; ++a)
-                    for (std::size_t b = 0; b < n; ++b) target[a * n + b] = target[a * n + b] * w[a] * w[b];
+            // the row weights, the diagonal and the sum row by row, while the row is in L1 (three passes over the
+            // N × N arrays before; the same time at 200 points, docs/benchmarks/suggestion.md, "The bindings' passes
+            // over N × N arrays")
+            const double* w = weighted ? weights[k].data() : nullptr;
+            for (std::size_t a = 0; a < n; ++a) {
+                double* row = target + a * n;
+                if (weighted)
+                    for (std::size_t b = 0; b < n; ++b) row[b] = row[b] * w[a] * w[b];
+                diag[k * n + a] = row[a];
+                double* sum_row = k_out + a * n;
+                if (fresh && k == 0 && weighted)
+                    std::copy(row, row + n, sum_row);
+                else if (!direct)
+                    for (std::size_t b = 0; b < n; ++b) sum_row[b] += row[b];
             }
-            for (std::size_t a = 0; a < n; ++a) diag[k * n + a] = target[a * n + a];
-            if (fresh && k == 0 && weighted)
-                std::copy(target, target + n * n, k_out);
-            else if (!direct)
-                for (std::size_t i = 0; i < n * n; ++i) k_out[i] += target[i];
         }
     }
     if (weights_obj.is_none()) return py::make_tuple(K, diagonals);
@@ -532,7 +567,18 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
             const std::size_t P = s.tables[k]->n_variables();
             const double* weights = W.data();
             const bool kept = scaled[k] && part_grams[k].size() > 0;
-            if (kept) {
+            const std::vector<double> C = s.scaled(k);
+            // the continuant (tridiagonal) path gives F only; the reduction needs ∂F too (symmetric_reduction)
+            const fastfm::FMPlan<double> plan = s.plan(k, false);
+            // W ∘ wwᵀ of a scaled part pair by pair in the tile ((W_ab w_a) w_b), or in a copy.  A kept part (its
+            // Gram at hand, N ≤ 724) took a copy, an N × N pass written and read again, ten of them in an AdditiveFM
+            // likelihood at 200 points on the NAS-like space (docs/benchmarks/suggestion.md, "The bindings' passes
+            // over N × N arrays"); it now goes pair by pair where that gives the copy's bits: with symmetric weights
+            // (the copy's products; W_ab + W_ba from two products may be contracted into a fused multiply-add) and
+            // without the fused kernel (which takes W's rows as they are).
+            const bool pair_weights =
+                scaled[k] && (!kept || (symmetric_weights && !fastfm::fused_reduction_applies(plan)));
+            if (scaled[k] && !pair_weights) {
                 if (!scaled_weights) {
                     owned_weights.reset(new double[n * n]);
                     scaled_weights = owned_weights.get();
@@ -543,9 +589,6 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
                         scaled_weights[a * n + b] = W.data()[a * n + b] * w[a] * w[b];
                 weights = scaled_weights;
             }
-            const std::vector<double> C = s.scaled(k);
-            // the continuant (tridiagonal) path gives F only; the reduction needs ∂F too (symmetric_reduction)
-            const fastfm::FMPlan<double> plan = s.plan(k, false);
             const auto cols = fastfm::PointColumns<double>::from_rows(C.data(), s.states[k].data(), n, dc, P);
             fastfm::ReductionProblem<double> pb;
             pb.plan = &plan;
@@ -556,7 +599,7 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
             pb.register_kernel = &fastfm_dispatch::complete_reduction_registers_f64;
             pb.fused_kernel = &fastfm_dispatch::complete_reduction_fused_f64;
             pb.W = weights;
-            pb.row_weights = scaled[k] && !kept ? row_weights[k].data() : nullptr;   // W ∘ wwᵀ pair by pair
+            pb.row_weights = pair_weights ? row_weights[k].data() : nullptr;
             pb.symmetric_weights = symmetric_weights;
             const std::vector<double> sums =
                 fastfm::run_reduction(pb, num_threads, &fastfm_dispatch::reduction_tile_f64);
@@ -572,18 +615,7 @@ py::array_t<double> fm_grad_reduction_sum(const py::object& C_obj, const py::obj
             } else if (scaled[k]) {
                 // Σ_ab W_ab K̃_ab (G_a + G_b) = Σ_a G_a r_a with r_a = Σ_b (W_ab + W_ba) K̃_ab (2 Σ_b W_ab K̃_ab when W
                 // is symmetric)
-                const double* Wd = W.data();
-                const double* Kt = part_grams[k].data();
-                for (std::size_t a = 0; a < n; ++a) {
-                    double r = 0.0;
-                    if (symmetric_weights) {
-                        for (std::size_t b = 0; b < n; ++b) r += Wd[a * n + b] * Kt[a * n + b];
-                        r *= 2.0;
-                    } else {
-                        for (std::size_t b = 0; b < n; ++b) r += (Wd[a * n + b] + Wd[b * n + a]) * Kt[a * n + b];
-                    }
-                    per_point[a] = r;
-                }
+                weight_share_sums(W.data(), part_grams[k].data(), n, symmetric_weights, per_point.data());
                 add_weight_share(per_point, log_derivatives[k].data(), P, flat + dc + P);
             }
             flat += count;
