@@ -21,6 +21,18 @@ from fastfm.benchmarks import get_problem
 from head_to_head import git_state     # this script's folder is on the path when it runs
 
 
+def ask_tell_run(problem, seed, budget=60, **options):
+    """(the values of a ``budget``-evaluation ask/tell run of ``fastfm.Optimizer(problem.space, seed=seed,
+    **options)``, its seconds)."""
+    optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
+    values, start = [], time.perf_counter()
+    for _ in range(budget):
+        config = optimizer.ask()
+        values.append(float(problem(config)))
+        optimizer.tell(config, values[-1])
+    return values, time.perf_counter() - start
+
+
 def main(argv):
     variant, problems, seeds, out = argv[0], argv[1].split(","), range(*map(int, argv[2].split(":"))), argv[3]
     options = {}
@@ -35,15 +47,10 @@ def main(argv):
     for name in problems:
         for seed in seeds:
             problem = get_problem(name)
-            optimizer = fastfm.Optimizer(problem.space, seed=seed, **options)
-            values, start = [], time.perf_counter()
-            for _ in range(60):
-                config = optimizer.ask()
-                values.append(float(problem(config)))
-                optimizer.tell(config, values[-1])
+            values, seconds = ask_tell_run(problem, seed, **options)
             best = np.minimum.accumulate(values)
             row = {"variant": variant, "problem": problem.name, "seed": seed, "best30": float(best[29]),
-                   "best60": float(best[59]), "seconds": time.perf_counter() - start, "fastfm_commit": commit}
+                   "best60": float(best[59]), "seconds": seconds, "fastfm_commit": commit}
             print(json.dumps(row), flush=True)
             with open(out, "a") as f:
                 f.write(json.dumps(row) + "\n")

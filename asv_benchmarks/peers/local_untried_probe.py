@@ -19,7 +19,6 @@ rule made) to OUT.  The variant is ``default`` (the library as it is) or ``radiu
 """
 import json
 import sys
-import time
 
 import numpy as np
 
@@ -27,7 +26,8 @@ import fastfm
 import fastfm.bo.optimizer as optimizer_module
 from fastfm.benchmarks import get_problem
 from fastfm.bo.untried import _nominal_columns, told_since_progress
-from head_to_head import git_state     # this script's folder is on the path when it runs
+from full_fit_probe import ask_tell_run    # this script's folder is on the path when it runs
+from head_to_head import git_state
 
 FIRED = [0]
 
@@ -107,17 +107,12 @@ def main(argv):
     for name in problems:
         for seed in seeds:
             problem = get_problem(name)
-            optimizer = fastfm.Optimizer(problem.space, seed=seed)
-            values, start = [], time.perf_counter()
             FIRED[0] = 0
-            for _ in range(budget):
-                config = optimizer.ask()
-                values.append(float(problem(config)))
-                optimizer.tell(config, values[-1])
+            values, seconds = ask_tell_run(problem, seed, budget)
             best = np.minimum.accumulate(values)
             row = {"variant": variant, "radius": radius, "problem": problem.name, "seed": seed,
                    "best30": float(best[29]), "best60": float(best[59]), "budget": budget, "best": float(best[-1]),
-                   "n_local_untried": FIRED[0], "seconds": time.perf_counter() - start, "fastfm_commit": commit}
+                   "n_local_untried": FIRED[0], "seconds": seconds, "fastfm_commit": commit}
             print(json.dumps(row), flush=True)
             with open(out, "a") as f:
                 f.write(json.dumps(row) + "\n")
