@@ -33,6 +33,13 @@ def ask_tell_run(problem, seed, budget=60, **options):
     return values, time.perf_counter() - start
 
 
+def write_row(row, out):
+    """Print ``row`` and append it to the JSON-lines file ``out``."""
+    print(json.dumps(row), flush=True)
+    with open(out, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def main(argv):
     variant, problems, seeds, out = argv[0], argv[1].split(","), range(*map(int, argv[2].split(":"))), argv[3]
     options = {}
@@ -51,9 +58,7 @@ def main(argv):
             best = np.minimum.accumulate(values)
             row = {"variant": variant, "problem": problem.name, "seed": seed, "best30": float(best[29]),
                    "best60": float(best[59]), "seconds": seconds, "fastfm_commit": commit}
-            print(json.dumps(row), flush=True)
-            with open(out, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            write_row(row, out)
 
 
 if __name__ == "__main__":

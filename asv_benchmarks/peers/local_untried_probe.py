@@ -17,7 +17,6 @@ rule made) to OUT.  The variant is ``default`` (the library as it is) or ``radiu
 
 (a fifth argument: the budget, 60 by default; seeds as "a:b" or a comma-separated list)
 """
-import json
 import sys
 
 import numpy as np
@@ -26,7 +25,7 @@ import fastfm
 import fastfm.bo.optimizer as optimizer_module
 from fastfm.benchmarks import get_problem
 from fastfm.bo.untried import _nominal_columns, told_since_progress
-from full_fit_probe import ask_tell_run    # this script's folder is on the path when it runs
+from full_fit_probe import ask_tell_run, write_row    # this script's folder is on the path when it runs
 from head_to_head import git_state
 
 FIRED = [0]
@@ -113,9 +112,7 @@ def main(argv):
             row = {"variant": variant, "radius": radius, "problem": problem.name, "seed": seed,
                    "best30": float(best[29]), "best60": float(best[59]), "budget": budget, "best": float(best[-1]),
                    "n_local_untried": FIRED[0], "seconds": seconds, "fastfm_commit": commit}
-            print(json.dumps(row), flush=True)
-            with open(out, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            write_row(row, out)
 
 
 if __name__ == "__main__":
