@@ -40,15 +40,9 @@ def write_row(row, out):
         f.write(json.dumps(row) + "\n")
 
 
-def main(argv):
-    variant, problems, seeds, out = argv[0], argv[1].split(","), range(*map(int, argv[2].split(":"))), argv[3]
-    options = {}
-    if variant == "full_every":
-        surrogate._is_full_refit = lambda n_told: n_told > 1
-    elif variant == "noise_restart":
-        options = {"gp_options": {"noise_restarts": 1}}
-    elif variant != "default":
-        raise SystemExit(f"variant must be full_every, noise_restart or default, got {variant!r}")
+def run_rows(variant, problems, seeds, out, **options):
+    """One row per problem and seed (the best value after 30 and 60 evaluations of ``ask_tell_run``), appended to
+    ``out``, one thread."""
     commit = git_state()["commit"]
     fastfm.set_config(num_threads=1)
     for name in problems:
@@ -59,6 +53,18 @@ def main(argv):
             row = {"variant": variant, "problem": problem.name, "seed": seed, "best30": float(best[29]),
                    "best60": float(best[59]), "seconds": seconds, "fastfm_commit": commit}
             write_row(row, out)
+
+
+def main(argv):
+    variant, problems, seeds, out = argv[0], argv[1].split(","), range(*map(int, argv[2].split(":"))), argv[3]
+    options = {}
+    if variant == "full_every":
+        surrogate._is_full_refit = lambda n_told: n_told > 1
+    elif variant == "noise_restart":
+        options = {"gp_options": {"noise_restarts": 1}}
+    elif variant != "default":
+        raise SystemExit(f"variant must be full_every, noise_restart or default, got {variant!r}")
+    run_rows(variant, problems, seeds, out, **options)
 
 
 if __name__ == "__main__":

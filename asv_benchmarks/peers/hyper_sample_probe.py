@@ -19,12 +19,10 @@ import sys
 import numpy as np
 
 import fastfm
-from fastfm.benchmarks import get_problem
 from fastfm.bo.optimizer import Optimizer
 from fastfm.gp import fitting
 from fastfm.gp.solvers.cholesky import ExactSolver
-from full_fit_probe import ask_tell_run, write_row     # this script's folder is on the path when it runs
-from head_to_head import git_state
+from full_fit_probe import run_rows     # this script's folder is on the path when it runs
 
 STEP = 1.0          # the slice's initial width in log units
 MAX_STEPS = 6       # stepping-out steps on each side
@@ -114,16 +112,7 @@ def main(argv):
         patch_optimizer(int(variant.split("=")[1]))
     elif variant != "default":
         raise SystemExit(f"variant must be sweeps=K or default, got {variant!r}")
-    commit = git_state()["commit"]
-    fastfm.set_config(num_threads=1)
-    for name in problems:
-        for seed in seeds:
-            problem = get_problem(name)
-            values, seconds = ask_tell_run(problem, seed)
-            best = np.minimum.accumulate(values)
-            row = {"variant": variant, "problem": problem.name, "seed": seed, "best30": float(best[29]),
-                   "best60": float(best[59]), "seconds": seconds, "fastfm_commit": commit}
-            write_row(row, out)
+    run_rows(variant, problems, seeds, out)
 
 
 if __name__ == "__main__":
