@@ -10,7 +10,7 @@ run would have evaluated -- for every method here except SMAC, whose default ini
 Methods (each objective evaluation is ``problem(config)``, fastfm's own objective on a fastfm config dict, so
 every method sees the identical function):
 
-* ``fastfm``    ``fastfm.Optimizer(space, seed=seed)``, defaults (kernel "modlap", n_init=10), ask/tell.
+* ``fastfm``    ``fastfm.Optimizer(space, seed=seed)``, defaults (kernel "auto", n_init "auto"), ask/tell.
 * ``random``    ``fastfm.Optimizer(space, kernel="random", seed=seed)`` (fastfm's random search).
 * ``tpe``       Optuna ``TPESampler(multivariate=True, seed=seed)`` (its default 10 startup trials), ask/tell,
                 the space written define-by-run (conditional parameters suggested only where active).

@@ -173,7 +173,7 @@ def _is_dead_local_process(worker):
     return False
 
 
-def minimize(fun, space, n_iter=200, n_init=10, kernel="auto", seed=0, progress=True, callback=None,
+def minimize(fun, space, n_iter=200, n_init="auto", kernel="auto", seed=0, progress=True, callback=None,
              n_workers=1, executor=None, storage=None, timeout=None, **options):
     """Minimise ``fun(config) -> float`` over ``space`` with Bayesian optimisation.
 
@@ -186,7 +186,9 @@ def minimize(fun, space, n_iter=200, n_init=10, kernel="auto", seed=0, progress=
     n_iter : int, default 200
         Total number of evaluations told, the ``n_init`` initial ones (and, when continuing a journal, the
         ones already in it) included.
-    n_init : int, default 10
+    n_init : int or "auto", default "auto"
+        As ``Optimizer``'s: 10, or one per value of the space's largest nominal parameter when that has more (at
+        most 20).
     kernel : str or Kernel, default "auto"
         As ``Optimizer``'s.
     seed : int or None, default 0

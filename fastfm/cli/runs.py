@@ -4,6 +4,7 @@ A kernel name ending in "-flat" runs on ``problem.space.flattened()`` (every par
 inactive values are dropped before evaluation).  Set problems take the baselines of
 :func:`run_set_method` instead of kernel names.
 """
+import argparse
 import importlib.util
 import json
 import math
@@ -16,6 +17,7 @@ import numpy as np
 from .._config import set_config
 from ..benchmarks import get_problem
 from ..bo import minimize
+from ..bo.optimizer import initial_design_size
 from ..kernels import Matern52, set_space_kernel
 from ..space import Real, Space
 
@@ -53,7 +55,7 @@ def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwarg
                           progress=progress, n_workers=workers, storage=storage)
         if result.status != "completed":
             print(f"  stopped: {result.message}", flush=True)
-    suggest = result.suggest_times[n_init:]
+    suggest = result.suggest_times[initial_design_size(space, n_init):]
     return {
         "problem": problem.name, "kernel": kernel, "seed": seed, "best": float(result.fun),
         "best_x": result.x, "curve": result.best_so_far.tolist(),
@@ -130,7 +132,7 @@ def bench(args):
     jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
             for seed in range(args.seed0, args.seed0 + args.seeds)]
     print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
-          f"({args.n_init} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
+          f"({initial_design_size(problem.space, args.n_init)} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
     runs = []
     if args.jobs > 1:
         # one OpenMP thread per process, so processes do not fight over the cores
@@ -177,6 +179,19 @@ def _vector_space(param):
                   for i in range(param.n_points) for k in range(param.dim)])
 
 
+def _n_init_argument(text):
+    """``--n-init``: "auto" or a positive integer."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--n-init must be 'auto' or a positive integer, got {text!r}")
+    return value
+
+
 def _run_split(problem, budget, n_init, seed):
     """The set-BO paper's "Split" baseline (Kim et al. §4): m independent BOs, one per point of the set.
 
@@ -208,7 +223,7 @@ def _is_one_bo_run(method):
     return method != "split" and method not in CLUSTERING_BASELINES
 
 
-def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, acq_options=None, n_workers=1,
+def run_set_method(problem, method, budget, n_init="auto", seed=0, progress=False, acq_options=None, n_workers=1,
                    storage=None):
     """Run one baseline of the set benchmark on ``problem``.
 
@@ -222,7 +237,9 @@ def run_set_method(problem, method, budget, n_init=10, seed=0, progress=False, a
         "split" (m independent BOs, one per point: the set-BO paper's Split baseline), "random", or a clustering
         problem's own initialisation, the best of ``budget`` draws: "kmeans++" (KMeansInit), "kmeans" (GMMInit: the
         centres of one k-means run) or "data" (both: k training points).
-    budget, n_init, seed : int
+    budget, seed : int
+    n_init : int or "auto"
+        As ``Optimizer``'s.
     acq_options : dict, optional
         The BO methods' acquisition search options (``MixedAcquisitionOptimizer``'s), e.g.
         ``{"n_set_point_moves": 0}`` for the search before issue 24 §4.
@@ -291,7 +308,9 @@ def add_parser(commands):
                         "set problems: set, set-L<L>, set-norm, set-learn, set-mmd, set-norm+mmd, vector, split, "
                         "random, kmeans++ (kmeansinit), kmeans (gmminit), data (both)")
     b.add_argument("--budget", type=int, default=200, help="evaluations per run, initial ones included")
-    b.add_argument("--n-init", type=int, default=10)
+    b.add_argument("--n-init", type=_n_init_argument, default="auto",
+                   help="initial points: auto (10, or one per value of the largest nominal parameter when it has "
+                        "more, at most 20) or a number")
     b.add_argument("--seeds", type=int, default=5, help="number of seeds (runs per kernel)")
     b.add_argument("--seed0", type=int, default=0, help="first seed")
     b.add_argument("--jobs", type=int, default=1, help="parallel processes (each single-threaded)")

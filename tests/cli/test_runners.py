@@ -102,3 +102,13 @@ def test_bad_set_methods():
         run_set_method(KMeansInit(), "kmeans", budget=2)
     with pytest.raises(ValueError, match="unknown set benchmark method 'nope'"):
         run_set_method(SetCoverage(), "nope", budget=2)
+
+
+def test_n_init_option_takes_auto_or_a_positive_integer():
+    import argparse
+
+    from fastfm.cli.runs import _n_init_argument
+    assert _n_init_argument("auto") == "auto" and _n_init_argument("12") == 12
+    for bad in ("0", "-3", "ten", "2.5"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--n-init must be 'auto' or a positive integer"):
+            _n_init_argument(bad)

@@ -82,3 +82,24 @@ def test_random_designs_and_random_search_draw_independent_points():
         np.testing.assert_allclose(xs, reference)
     with pytest.raises(ValueError, match="initial_design must be one of"):
         ff.Optimizer(SMALL, initial_design="sobol")
+
+
+def test_auto_initial_design_tries_every_value_of_a_many_valued_nominal_parameter(tmp_path):
+    from fastfm.bo.optimizer import DEFAULT_N_INIT, MAX_AUTO_N_INIT, initial_design_size
+    many = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("c", [f"v{i}" for i in range(17)]),
+                     ff.Categorical("d", "abc"), ff.Integer("k", 0, 40)])
+    # an ordinal parameter of 41 values and a nominal one of 3 leave the default; a nominal one of 17 sets it
+    assert initial_design_size(SMALL) == initial_design_size(ff.Space([ff.Integer("k", 0, 40)])) == DEFAULT_N_INIT
+    assert initial_design_size(many) == 17 and initial_design_size(many, 12) == 12
+    huge = ff.Space([ff.Categorical("c", [str(i) for i in range(50)])])
+    assert initial_design_size(huge) == MAX_AUTO_N_INIT
+    path = tmp_path / "run.jsonl"
+    opt = ff.Optimizer(many, seed=3, storage=path)
+    assert opt.n_init == 17
+    design = opt.ask(n=17)
+    assert sorted(c["c"] for c in design) == sorted(f"v{i}" for i in range(17))   # each value once
+    assert opt.last_suggestion_info["source"] == "random"
+    assert ff.Optimizer.load(path).n_init == 17                                  # the journal keeps the number
+    for bad in ("many", 0, 2.5, True):
+        with pytest.raises(ff.InvalidValueError, match="n_init must be 'auto' or a positive integer"):
+            ff.Optimizer(many, n_init=bad)
