@@ -61,9 +61,10 @@ DEFAULT_XI = 0.001
 # kernel (a complete graph) makes every two of its values equally alike, so the model predicts an untried value as
 # the average of the tried ones, and with 10 points a parameter of 17 values starts with 7 of them untried.  On
 # Ackley5C (five nominal parameters of 17 values) 17 initial points took the best value at 60 evaluations from
-# 0.572 to 0.301 (paired over 75 fresh seeds, -0.271 +- 0.054, better on 57), level at 30 (-0.15 +- 0.09); the
-# spaces without such a parameter keep 10 (docs/benchmarks/bo-efficiency.md, "One initial point per value of a
-# many-valued nominal parameter").
+# 0.560 to 0.295 (paired over 80 fresh seeds, -0.265 +- 0.052, better on 61; 15 points: -0.164 +- 0.053) and at 30
+# from 1.169 to 1.015 (-0.15 +- 0.09); 15 points on Func2C and Func3C (nominal parameters of 3-5 values) were level
+# at 60 and worse at 30, and the spaces without a nominal parameter of more than 10 values keep 10
+# (docs/benchmarks/bo-efficiency.md, "One initial point per value of a many-valued nominal parameter").
 DEFAULT_N_INIT = 10
 MAX_AUTO_N_INIT = 20
 

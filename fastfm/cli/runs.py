@@ -131,8 +131,9 @@ def bench(args):
                          "nor --workers")
     jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
             for seed in range(args.seed0, args.seed0 + args.seeds)]
+    n_init = initial_design_size(problem.space, args.n_init)
     print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
-          f"({initial_design_size(problem.space, args.n_init)} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
+          f"({n_init} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
     runs = []
     if args.jobs > 1:
         # one OpenMP thread per process, so processes do not fight over the cores
