@@ -153,7 +153,7 @@ def bench(args):
     print(_table(runs, problem.optimum))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"problem": problem.name, "budget": args.budget, "n_init": args.n_init, "runs": runs}, fh,
+            json.dump({"problem": problem.name, "budget": args.budget, "n_init": n_init, "runs": runs}, fh,
                       indent=1, default=_json_value)
         print(f"wrote {args.json}")
     if args.plot:
