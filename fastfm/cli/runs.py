@@ -55,7 +55,7 @@ def _run_one(problem_name, kernel, seed, budget, n_init, progress, problem_kwarg
                           progress=progress, n_workers=workers, storage=storage)
         if result.status != "completed":
             print(f"  stopped: {result.message}", flush=True)
-    suggest = result.suggest_times[initial_design_size(space, n_init):]
+    suggest = result.suggest_times[n_init:]
     return {
         "problem": problem.name, "kernel": kernel, "seed": seed, "best": float(result.fun),
         "best_x": result.x, "curve": result.best_so_far.tolist(),
@@ -129,9 +129,9 @@ def bench(args):
     if problem.space.set_params and not_one_run and (args.storage or args.workers > 1):
         raise SystemExit(f"fastfm bench: --kernel {not_one_run[0]} is not one BO run: it takes neither --storage "
                          "nor --workers")
-    jobs = [(args.problem, kernel, seed, args.budget, args.n_init) for kernel in kernels
+    n_init = initial_design_size(problem.space, args.n_init)     # once: every run's number, printed and recorded
+    jobs = [(args.problem, kernel, seed, args.budget, n_init) for kernel in kernels
             for seed in range(args.seed0, args.seed0 + args.seeds)]
-    n_init = initial_design_size(problem.space, args.n_init)
     print(f"fastfm bench: {problem.name}, kernels {kernels}, budget {args.budget} "
           f"({n_init} initial), seeds {args.seed0}..{args.seed0 + args.seeds - 1}", flush=True)
     runs = []
