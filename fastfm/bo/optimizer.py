@@ -690,7 +690,7 @@ def initial_design_size(space, n_init="auto"):
     "auto" DEFAULT_N_INIT, or the value count of the space's largest nominal parameter when that is more (at most
     MAX_AUTO_N_INIT).  Anything else is returned as it is, for ``Optimizer``'s check to reject."""
     if isinstance(n_init, str) and n_init == "auto":
-        counts = [p.n_states for p in space.discrete_params if p.graph_kind == "complete"]
+        counts = [p.n_states for p in space.discrete_params if p.is_nominal]
         return min(max([DEFAULT_N_INIT, *counts]), MAX_AUTO_N_INIT)
     return n_init
 

@@ -41,7 +41,7 @@ def patience_setting(value):
 def _nominal_columns(space):
     """(encoded column, number of values) of every nominal parameter (its "inactive" state excluded)."""
     return [(space.n_continuous + j, p.n_states) for j, p in enumerate(space.discrete_params)
-            if p.graph_kind == "complete"]
+            if p.is_nominal]
 
 
 def _values_used(X, columns):

@@ -47,7 +47,7 @@ def grouped_parameters(space):
     if space.is_conditional or space.set_params:
         return []
     return [j for j, p in enumerate(space.discrete_params)
-            if p.graph_kind == "complete" and MIN_VALUES <= p.n_states <= MAX_VALUES]
+            if p.is_nominal and MIN_VALUES <= p.n_states <= MAX_VALUES]
 
 
 def grouped_space(space, groups):

@@ -215,6 +215,12 @@ class _DiscreteParameter(Parameter):
     def n_states(self):
         raise NotImplementedError
 
+    @property
+    def is_nominal(self):
+        """Whether the values are unordered: a complete graph, every pair of values equally alike (a ``Categorical``;
+        an ``Ordinal``'s graph is a path, a ``Graph``'s its own edges)."""
+        return self.graph_kind == "complete"
+
     @cached_property
     def spectrum(self):
         """The Laplacian spectrum of this variable's graph, computed once."""
@@ -244,7 +250,7 @@ class _DiscreteParameter(Parameter):
           so that the shortcut through the hub leaves the graph's own structure
           (the order of an ordinal) dominant.
         """
-        if self.graph_kind == "complete":
+        if self.is_nominal:
             return complete_graph_spectrum(self.n_states + 1, self.normalized_laplacian)
         return graph_spectrum_from_adjacency(self.conditional_adjacency(), self.normalized_laplacian)
 
@@ -253,7 +259,7 @@ class _DiscreteParameter(Parameter):
         n = self.n_states
         adjacency = np.zeros((n + 1, n + 1))
         adjacency[:n, :n] = self.adjacency()
-        adjacency[n, :n] = adjacency[:n, n] = 1.0 if self.graph_kind == "complete" else 1.0 / n
+        adjacency[n, :n] = adjacency[:n, n] = 1.0 if self.is_nominal else 1.0 / n
         return adjacency
 
     def _check_code(self, code):

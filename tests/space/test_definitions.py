@@ -205,3 +205,15 @@ def test_set_of_one_one_dimensional_point_works(others):
 ])
 def test_set_bad_definitions(kwargs, fragments):
     raises_naming(["Set 's'"] + fragments, lambda: ff.Set("s", **kwargs))
+
+
+def test_only_categoricals_are_nominal():
+    """``is_nominal`` (a complete graph) is what the initial design's size, untried values and value groups key on:
+    a Graph whose edges join every pair is still a Graph of its own edges, and an Ordinal is a path."""
+    complete_edges = [(a, b) for a in range(3) for b in range(a + 1, 3)]
+    assert ff.Categorical("c", ["a", "b", "c"]).is_nominal
+    assert not ff.Ordinal("o", [1, 2, 3]).is_nominal
+    assert not ff.Integer("i", 0, 4).is_nominal
+    assert not ff.Graph("g", 3, complete_edges).is_nominal
+    space = ff.Space([ff.Real("x", 0.0, 1.0), ff.Categorical("c", list(range(12))), ff.Ordinal("o", list(range(15)))])
+    assert ff.bo.optimizer.initial_design_size(space) == 12
