@@ -40,18 +40,19 @@ def write_row(row, out):
         f.write(json.dumps(row) + "\n")
 
 
-def run_rows(variant, problems, seeds, out, **options):
-    """One row per problem and seed (the best value after 30 and 60 evaluations of ``ask_tell_run``), appended to
-    ``out``, one thread."""
+def run_rows(variant, problems, seeds, out, budget=60, **options):
+    """One row per problem and seed (the best value after 30, 60, 100 and 200 evaluations of ``ask_tell_run``, as
+    far as ``budget`` goes), appended to ``out``, one thread."""
     commit = git_state()["commit"]
     fastfm.set_config(num_threads=1)
     for name in problems:
         for seed in seeds:
             problem = get_problem(name)
-            values, seconds = ask_tell_run(problem, seed, **options)
+            values, seconds = ask_tell_run(problem, seed, budget=budget, **options)
             best = np.minimum.accumulate(values)
-            row = {"variant": variant, "problem": problem.name, "seed": seed, "best30": float(best[29]),
-                   "best60": float(best[59]), "seconds": seconds, "fastfm_commit": commit}
+            row = {"variant": variant, "problem": problem.name, "seed": seed,
+                   **{f"best{n}": float(best[n - 1]) for n in (30, 60, 100, 200) if n <= budget},
+                   "seconds": seconds, "fastfm_commit": commit}
             write_row(row, out)
 
 

@@ -19,13 +19,8 @@ import sys
 
 import numpy as np
 
-import fastfm
 import fastfm.bo.optimizer as optimizer_module
-from fastfm.benchmarks import get_problem
-from full_fit_probe import ask_tell_run, write_row     # this script's folder is on the path when it runs
-from head_to_head import git_state
-
-BUDGETS = (30, 60, 100, 200)
+from full_fit_probe import run_rows     # this script's folder is on the path when it runs
 
 
 def plugin_incumbent(condition_on):
@@ -45,17 +40,7 @@ def main(argv):
         optimizer_module.fantasy.condition_on = plugin_incumbent(optimizer_module.fantasy.condition_on)
     elif variant != "default":
         raise SystemExit(f"variant must be plugin or default, got {variant!r}")
-    commit = git_state()["commit"]
-    fastfm.set_config(num_threads=1)
-    for name in problems:
-        for seed in seeds:
-            problem = get_problem(name)
-            values, seconds = ask_tell_run(problem, seed, budget=budget)
-            best = np.minimum.accumulate(values)
-            row = {"variant": variant, "problem": problem.name, "seed": seed, "seconds": seconds,
-                   "fastfm_commit": commit,
-                   **{f"best{n}": float(best[n - 1]) for n in BUDGETS if n <= budget}}
-            write_row(row, out)
+    run_rows(variant, problems, seeds, out, budget=budget)
 
 
 if __name__ == "__main__":
