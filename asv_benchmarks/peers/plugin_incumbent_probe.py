@@ -13,6 +13,7 @@ evaluations, as far as the budget goes) to OUT.
 
     PYTHONPATH=. python asv_benchmarks/peers/plugin_incumbent_probe.py plugin func2c 4000:4080 60 out.jsonl
     PYTHONPATH=. python asv_benchmarks/peers/plugin_incumbent_probe.py default ackley5c 0:20 200 out.jsonl
+    PYTHONPATH=. python asv_benchmarks/peers/plugin_incumbent_probe.py plugin_from=100 ackley5c 0:30 200 out.jsonl
 """
 import copy
 import sys
@@ -23,9 +24,12 @@ import fastfm.bo.optimizer as optimizer_module
 from full_fit_probe import run_rows     # this script's folder is on the path when it runs
 
 
-def plugin_incumbent(condition_on):
-    """``condition_on`` whose model measures improvement from its lowest posterior mean at its training points."""
+def plugin_incumbent(condition_on, from_told=0):
+    """``condition_on`` whose model measures improvement from its lowest posterior mean at its training points, once
+    it holds ``from_told`` points or more."""
     def conditioned(model, X_pending, strategy):
+        if model.X_train_.shape[0] < from_told:
+            return condition_on(model, X_pending, strategy)
         conditioned_model = copy.copy(condition_on(model, X_pending, strategy))
         mean, _ = conditioned_model.predict_standardized(conditioned_model.X_train_)
         conditioned_model.best_y_standardized_ = float(np.min(mean))
@@ -36,10 +40,11 @@ def plugin_incumbent(condition_on):
 def main(argv):
     variant, problems, budget, out = argv[0], argv[1].split(","), int(argv[3]), argv[4]
     seeds = range(*map(int, argv[2].split(":")))
-    if variant == "plugin":
-        optimizer_module.fantasy.condition_on = plugin_incumbent(optimizer_module.fantasy.condition_on)
+    if variant == "plugin" or variant.startswith("plugin_from="):
+        from_told = int(variant.partition("=")[2] or 0)
+        optimizer_module.fantasy.condition_on = plugin_incumbent(optimizer_module.fantasy.condition_on, from_told)
     elif variant != "default":
-        raise SystemExit(f"variant must be plugin or default, got {variant!r}")
+        raise SystemExit(f"variant must be plugin, plugin_from=N or default, got {variant!r}")
     run_rows(variant, problems, seeds, out, budget=budget)
 
 
