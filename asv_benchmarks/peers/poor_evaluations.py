@@ -25,13 +25,13 @@ from summarise_head_to_head import METHOD_ORDER, load  # noqa: E402
 def poor_shares(runs, first, last):
     """{problem_key: {method: (mean share, seeds)}} over the runs with at least ``last`` evaluations; problems
     without random-search runs are left out (no yardstick)."""
+    yardsticks = {problem: float(np.median(np.concatenate([r["values"] for r in by_seed.values()])))
+                  for (problem, method), by_seed in runs.items() if method == "random" and by_seed}
     shares = {}
     for (problem, method), by_seed in runs.items():
-        random_runs = runs.get((problem, "random"))
-        if not random_runs:
+        if problem not in yardsticks:
             continue
-        yardstick = float(np.median(np.concatenate([r["values"] for r in random_runs.values()])))
-        window = [np.mean(np.asarray(r["values"][first - 1:last]) > yardstick)
+        window = [np.mean(np.asarray(r["values"][first - 1:last]) > yardsticks[problem])
                   for r in by_seed.values() if len(r["values"]) >= last]
         if window:
             shares.setdefault(problem, {})[method] = (float(np.mean(window)), len(window))
@@ -43,7 +43,10 @@ def main(argv=None):
     parser.add_argument("path", help="head_to_head.py's JSON-lines file")
     parser.add_argument("--window", default="31:60", help="first:last evaluation, 1-based and inclusive")
     args = parser.parse_args(argv)
-    first, last = (int(part) for part in args.window.split(":"))
+    try:
+        first, last = (int(part) for part in args.window.split(":"))
+    except ValueError:
+        parser.error(f"--window must be first:last, two integers, got {args.window!r}")
     if not 1 <= first <= last:
         parser.error(f"--window must be first:last with 1 <= first <= last, got {args.window!r}")
     runs, _, problems, _ = load(args.path)
