@@ -42,7 +42,7 @@ def write_row(row, out):
 
 def run_rows(variant, problems, seeds, out, budget=60, **options):
     """One row per problem and seed (the best value after 30, 60, 100 and 200 evaluations of ``ask_tell_run``, as
-    far as ``budget`` goes), appended to ``out``, one thread."""
+    far as ``budget`` goes, and the run's values), appended to ``out``, one thread."""
     commit = git_state()["commit"]
     fastfm.set_config(num_threads=1)
     for name in problems:
@@ -52,7 +52,7 @@ def run_rows(variant, problems, seeds, out, budget=60, **options):
             best = np.minimum.accumulate(values)
             row = {"variant": variant, "problem": problem.name, "seed": seed,
                    **{f"best{n}": float(best[n - 1]) for n in (30, 60, 100, 200) if n <= budget},
-                   "seconds": seconds, "fastfm_commit": commit}
+                   "seconds": seconds, "fastfm_commit": commit, "values": values}
             write_row(row, out)
 
 
