@@ -1,6 +1,7 @@
 """Optimizer ask/tell runs on the large discrete spaces whose model switches from the default (ModLap) to AdditiveFM
 once the run holds N told values (issue 24 §2 and §5: IsingSparsification at 200, where BoTorch leads;
-docs/benchmarks/bo-efficiency.md, "AdditiveFM from 100 told values on the large discrete spaces").
+docs/benchmarks/bo-efficiency.md, "AdditiveFM on the large problems at 200 evaluations", its paragraph "AdditiveFM
+from 30 or 100 told values on").
 
 Why: AdditiveFM from the first model suggestion took IsingSparsification at 200 from 0.2230 to 0.2140 (BoTorch
 0.216), its terms carrying what removing a strong edge cost to points far from the data, but it cost LABS at 30
@@ -10,7 +11,7 @@ where half of the default's runs stall, after 100 evaluations; its loss is at sm
 them to ``fastfm.Optimizer(space, seed=s, kernel="modlap_additive")`` and asks it for the rest.  Each run appends one
 row (the best value after 30, 60, 100 and 200 evaluations, as far as the budget goes, and the values) to OUT.
 
-    PYTHONPATH=. python asv_benchmarks/peers/additive_from_probe.py 100 isingsparsification 0:10 200 out.jsonl
+    PYTHONPATH=. python asv_benchmarks/peers/additive_from_probe.py 30 isingsparsification,labs 0:10 200 out.jsonl
 """
 import sys
 import time
