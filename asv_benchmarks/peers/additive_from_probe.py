@@ -16,15 +16,11 @@ row (the best value after 30, 60, 100 and 200 evaluations, as far as the budget 
 import sys
 import time
 
-import numpy as np
-
 import fastfm
-from fastfm.benchmarks import get_problem
-from full_fit_probe import write_row     # this script's folder is on the path when it runs
-from head_to_head import git_state
+from full_fit_probe import run_rows     # this script's folder is on the path when it runs
 
 
-def switched_run(problem, seed, switch_at, budget):
+def switched_run(problem, seed, budget=200, switch_at=100):
     """(the values of a ``budget``-evaluation ask/tell run that uses the default optimizer for its first
     ``switch_at`` evaluations and an AdditiveFM optimizer, told those, for the rest; its seconds)."""
     optimizer = fastfm.Optimizer(problem.space, seed=seed)
@@ -44,16 +40,7 @@ def switched_run(problem, seed, switch_at, budget):
 def main(argv):
     switch_at, problems, budget, out = int(argv[0]), argv[1].split(","), int(argv[3]), argv[4]
     seeds = range(*map(int, argv[2].split(":")))
-    commit = git_state()["commit"]
-    fastfm.set_config(num_threads=1)
-    for name in problems:
-        for seed in seeds:
-            problem = get_problem(name)
-            values, seconds = switched_run(problem, seed, switch_at, budget)
-            best = np.minimum.accumulate(values)
-            write_row({"variant": f"additive_from={switch_at}", "problem": problem.name, "seed": seed,
-                       **{f"best{n}": float(best[n - 1]) for n in (30, 60, 100, 200) if n <= budget},
-                       "seconds": seconds, "fastfm_commit": commit, "values": values}, out)
+    run_rows(f"additive_from={switch_at}", problems, seeds, out, budget=budget, run=switched_run, switch_at=switch_at)
 
 
 if __name__ == "__main__":

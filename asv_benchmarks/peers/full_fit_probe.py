@@ -40,15 +40,16 @@ def write_row(row, out):
         f.write(json.dumps(row) + "\n")
 
 
-def run_rows(variant, problems, seeds, out, budget=60, **options):
-    """One row per problem and seed (the best value after 30, 60, 100 and 200 evaluations of ``ask_tell_run``, as
-    far as ``budget`` goes, and the run's values), appended to ``out``, one thread."""
+def run_rows(variant, problems, seeds, out, budget=60, run=ask_tell_run, **options):
+    """One row per problem and seed (the best value after 30, 60, 100 and 200 evaluations of ``run(problem, seed,
+    budget=budget, **options)``, ``ask_tell_run`` by default, as far as ``budget`` goes, and the run's values),
+    appended to ``out``, one thread."""
     commit = git_state()["commit"]
     fastfm.set_config(num_threads=1)
     for name in problems:
         for seed in seeds:
             problem = get_problem(name)
-            values, seconds = ask_tell_run(problem, seed, budget=budget, **options)
+            values, seconds = run(problem, seed, budget=budget, **options)
             best = np.minimum.accumulate(values)
             row = {"variant": variant, "problem": problem.name, "seed": seed,
                    **{f"best{n}": float(best[n - 1]) for n in (30, 60, 100, 200) if n <= budget},

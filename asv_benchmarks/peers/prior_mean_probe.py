@@ -14,7 +14,7 @@ standardisation's centre raised by c standard deviations, which is a GP whose co
 deviations above the mean of t(y) (predictions in y's units are unchanged in form; ``best_y_standardized_`` moves
 with the data).  Variants: ``offset=C`` (c = C), ``max`` (c = the largest standardised told value),
 ``quantile=Q`` (c = the Q-quantile of the standardised told values), ``default``.  Each run appends one row (the
-best value after 30, 60, 100 and 200 evaluations, as far as the budget goes) to OUT.
+best value after 30, 60, 100 and 200 evaluations, as far as the budget goes, and the values) to OUT.
 
     PYTHONPATH=. python asv_benchmarks/peers/prior_mean_probe.py offset=1 svm 0:10 60 out.jsonl
     PYTHONPATH=. python asv_benchmarks/peers/prior_mean_probe.py max func2c 5000:5080 60 out.jsonl
