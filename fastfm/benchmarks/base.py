@@ -128,6 +128,7 @@ _LARGE_REGISTRY = {
     "isingsparsification": ("fastfm.benchmarks.combinatorial", "IsingSparsification"),
     "maxsatweighted": ("fastfm.benchmarks.combinatorial", "MaxSATWeighted"),
     "mixed10c20n": ("fastfm.benchmarks.combinatorial", "Mixed10C20N"),
+    "pestcontrol": ("fastfm.benchmarks.combinatorial", "PestControl"),
 }
 
 #: Names of the many-variable problems (``fastfm.benchmarks.combinatorial``), also accepted by :func:`get_problem`.

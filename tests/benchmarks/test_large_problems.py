@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 
 from fastfm.benchmarks import (LABS, LARGE_PROBLEMS, PROBLEMS, Contamination, IsingSparsification, MaxSATWeighted,
-                               Mixed10C20N, Problem, get_problem)
+                               Mixed10C20N, PestControl, Problem, get_problem)
 from fastfm.benchmarks.combinatorial import labs_energy
 from fastfm.exceptions import InvalidValueError, OutOfBoundsError
 
-LARGE = [Contamination, LABS, IsingSparsification, MaxSATWeighted, Mixed10C20N]
-SIZES = {Contamination: 25, LABS: 30, IsingSparsification: 24, MaxSATWeighted: 60, Mixed10C20N: 30}
+LARGE = [Contamination, LABS, IsingSparsification, MaxSATWeighted, Mixed10C20N, PestControl]
+# the problems whose default instance has a known optimum (PestControl's is a best-known value)
+WITH_OPTIMUM = [cls for cls in LARGE if cls is not PestControl]
+SIZES = {Contamination: 25, LABS: 30, IsingSparsification: 24, MaxSATWeighted: 60, Mixed10C20N: 30, PestControl: 25}
 
 
 def _flip(x, *columns):
@@ -25,7 +27,8 @@ def _flip(x, *columns):
 
 # ----------------------------------------------------------------------------- registry and spaces
 def test_registry():
-    assert LARGE_PROBLEMS == ("contamination", "labs", "isingsparsification", "maxsatweighted", "mixed10c20n")
+    assert LARGE_PROBLEMS == ("contamination", "labs", "isingsparsification", "maxsatweighted", "mixed10c20n",
+                              "pestcontrol")
     assert not set(LARGE_PROBLEMS) & set(PROBLEMS)
     for cls in LARGE:
         for name in (cls.name, cls.name.lower(), cls.name.upper()):
@@ -47,7 +50,7 @@ def test_space_sizes_and_types(cls):
         assert all(p.graph_kind == "complete" and p.choices == [0, 1, 2, 3, 4] for p in discrete)
     else:
         assert problem.space.n_continuous == 0 and len(discrete) == SIZES[cls]
-        choices = [-1, 1] if cls is LABS else [0, 1]
+        choices = {LABS: [-1, 1], PestControl: [0, 1, 2, 3, 4]}.get(cls, [0, 1])
         assert all(p.graph_kind == "complete" and p.choices == choices for p in discrete)
 
 
@@ -87,7 +90,7 @@ def test_evaluation_runs_on_a_batch(cls):
 
 @pytest.mark.parametrize("cls, kwargs", [
     (Contamination, {"seed": 1}), (IsingSparsification, {"seed": 1}), (MaxSATWeighted, {"seed": 1}),
-    (Mixed10C20N, {"seed": 1}),
+    (Mixed10C20N, {"seed": 1}), (PestControl, {"seed": 1}),
 ])
 def test_seed_changes_the_instance(cls, kwargs):
     config = cls().space.sample(1, seed=5)[0]
@@ -97,6 +100,7 @@ def test_seed_changes_the_instance(cls, kwargs):
 @pytest.mark.parametrize("cls, kwargs", [
     (Contamination, {"seed": 1}), (Contamination, {"l1_penalty": 0.5}),
     (IsingSparsification, {"seed": 2}), (IsingSparsification, {"l1_penalty": 1.0}), (LABS, {"n": 31}),
+    (PestControl, {"seed": 1}),
 ])
 def test_unrecorded_instances_have_no_optimum(cls, kwargs):
     problem = cls(**kwargs)
@@ -118,7 +122,7 @@ def test_bad_configs_raise_typed_errors():
 
 
 # ----------------------------------------------------------------------------- the recorded optima
-@pytest.mark.parametrize("cls", LARGE)
+@pytest.mark.parametrize("cls", WITH_OPTIMUM)
 def test_optimal_config_attains_the_optimum(cls):
     problem = cls()
     assert problem.best_known == problem.optimum and problem.best_known_source
@@ -129,7 +133,7 @@ def test_optimal_config_attains_the_optimum(cls):
         assert value == pytest.approx(problem.optimum, abs=1e-12)
 
 
-@pytest.mark.parametrize("cls", LARGE)
+@pytest.mark.parametrize("cls", WITH_OPTIMUM)
 def test_random_configs_never_beat_the_optimum(cls):
     problem = cls()
     n = 400 if cls is IsingSparsification else 5000
@@ -381,3 +385,65 @@ def test_mixed_decoy_is_a_local_minimum_of_the_nominal_part():
     config = {**{f"x{i + 1}": float(v) for i, v in enumerate(u_star)},
               **{f"h{i + 1}": int(v) for i, v in enumerate(problem.decoy)}}
     assert problem(config) == pytest.approx(0.25, abs=1e-15)
+
+
+def test_pest_control_matches_combo_code():
+    """COMBO's ``_pest_control_score`` (Oh et al. 2019) in the seeded form of CASMOPOLITAN and BODi, line by line:
+    every draw from a freshly seeded RandomState, the tolerance added to the pesticide's beta after each use."""
+    def reference(x, seed):
+        control_price_max_discount = {1: 0.2, 2: 0.3, 3: 0.3, 4: 0.0}
+        tolerance_develop_rate = {1: 1.0 / 7.0, 2: 2.5 / 7.0, 3: 2.0 / 7.0, 4: 0.5 / 7.0}
+        control_price = {1: 1.0, 2: 0.8, 3: 0.7, 4: 0.5}
+        control_beta = {1: 2.0 / 7.0, 2: 3.0 / 7.0, 3: 3.0 / 7.0, 4: 5.0 / 7.0}
+        payed_price_sum, above_threshold = 0, 0
+        curr = np.random.RandomState(seed).beta(1.0, 30.0, size=(100,))
+        for i in range(x.size):
+            spread_rate = np.random.RandomState(seed).beta(1.0, 17.0 / 3.0, size=(100,))
+            if x[i] > 0:
+                control_rate = np.random.RandomState(seed).beta(1.0, control_beta[x[i]], size=(100,))
+                following = (1.0 - control_rate) * curr
+                control_beta[x[i]] += tolerance_develop_rate[x[i]] / float(x.size)
+                payed_price = control_price[x[i]] * (
+                    1.0 - control_price_max_discount[x[i]] / float(x.size) * float(np.sum(x == x[i])))
+            else:
+                following = spread_rate * (1 - curr) + curr
+                payed_price = 0
+            payed_price_sum += payed_price
+            above_threshold += np.mean(curr > 0.1)
+            curr = following
+        return payed_price_sum + above_threshold
+
+    for seed in (0, 3):
+        problem = PestControl(seed=seed)
+        X = problem.space.sample_encoded(40, seed=9)
+        X[0] = 0.0                              # no control anywhere
+        X[1] = 2.0                              # one pesticide everywhere: its tolerance at every count
+        np.testing.assert_array_equal(problem.evaluate_encoded(X), [reference(x.astype(int), seed) for x in X])
+        configs = problem.space.decode(X[:3])
+        assert [problem(c) for c in configs] == [reference(x.astype(int), seed) for x in X[:3]]
+
+
+def test_pest_control_best_known_value():
+    problem = PestControl()
+    assert problem.optimum is None and problem.optimal_config is None
+    assert problem(problem.best_known_config) == pytest.approx(problem.best_known, abs=1e-12)
+    assert "not proven" in problem.best_known_source
+    # no random config and no one-stage change of the best-known config does better
+    values = problem.evaluate_encoded(problem.space.sample_encoded(5000, seed=6))
+    assert values.min() > problem.best_known
+    x = problem.space.encode([problem.best_known_config])[0]
+    neighbours = []
+    for stage in range(25):
+        for action in range(5):
+            if action != x[stage]:
+                y = x.copy()
+                y[stage] = action
+                neighbours.append(y)
+    assert problem.evaluate_encoded(np.array(neighbours)).min() > problem.best_known
+    assert PestControl(seed=1).best_known is None and PestControl(seed=1).best_known_config is None
+
+
+def test_pest_control_bad_actions_raise_typed_errors():
+    problem = PestControl()
+    with pytest.raises(InvalidValueError, match="'stage7'"):
+        problem({**problem.best_known_config, "stage7": 5})
