@@ -99,7 +99,7 @@ CONDITIONAL_SKIP_REASON = {
 #: problems run by default: the paper's mixed problems, the HPO ones, the conditional and set ones, the large ones
 DEFAULT_PROBLEMS = ("func2c", "func3c", "ackley5c", "svm", "xgboost", "deepbranch", "modelselection",
                     "setcoverage", "setchamfer", "kmeansinit", "contamination", "labs", "isingsparsification",
-                    "maxsatweighted", "mixed10c20n")
+                    "maxsatweighted", "mixed10c20n", "pestcontrol")
 #: the libraries whose versions a run records (those importable in the run's interpreter); greenlet: with it
 #: Optuna's GPSampler runs the L-BFGS-B of its local search starts as one batch (without it, one start at a time)
 VERSION_PACKAGES = ("numpy", "scipy", "scikit-learn", "pandas", "optuna", "greenlet", "torch", "gpytorch", "botorch",

@@ -31,15 +31,28 @@ def loo_r2(X, y, ridge=1.0):
     return 1.0 - np.sum(residuals ** 2) / np.sum((y - y.mean()) ** 2)
 
 
+def regressors(space, config):
+    """The ridge's columns of ``config``: a nominal parameter of more than two values one-hot (its values have no
+    order: PestControl's pesticides), any other as its value (the binary problems' 0/1 or ±1, as first measured)."""
+    columns = []
+    for param in space:
+        choices = getattr(param, "choices", None)
+        if choices is not None and len(choices) > 2:
+            columns.extend(float(config[param.name] == choice) for choice in choices)
+        else:
+            columns.append(float(config[param.name]))
+    return columns
+
+
 def main_effect_r2(problem, seed):
     """{evaluations: LOO R² of the ranks} along ``fastfm.Optimizer(problem.space, seed=seed)``'s ask/tell run."""
-    optimizer, names = fastfm.Optimizer(problem.space, seed=seed), list(problem.space.names)
+    optimizer = fastfm.Optimizer(problem.space, seed=seed)
     X, y, out = [], [], {}
     for n in range(1, max(CHECKPOINTS) + 1):
         config = optimizer.ask()
         y.append(float(problem(config)))
         optimizer.tell(config, y[-1])
-        X.append([float(config[name]) for name in names])
+        X.append(regressors(problem.space, config))
         if n in CHECKPOINTS:
             out[n] = loo_r2(np.array(X), rankdata(y) / len(y))
     return out

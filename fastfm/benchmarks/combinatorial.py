@@ -68,16 +68,20 @@ class _LiteratureProblem(Problem):
         None where nothing is recorded (an instance other than the documented default).
     best_known_source : str
         Where :attr:`best_known` comes from (a paper, a planted solution, an enumeration).
+    best_known_config : dict or None
+        A config attaining :attr:`best_known` (:attr:`optimal_config` where the optimum is known).
     """
 
     best_known = None
     best_known_source = ""
+    best_known_config = None
 
     def _set_reference(self, optimum, optimal_config, source):
         """Record a known optimum (or None) on the instance."""
         self.optimum = None if optimum is None else float(optimum)
         self.optimal_config = None if optimal_config is None else dict(optimal_config)
         self.best_known = self.optimum
+        self.best_known_config = self.optimal_config
         self.best_known_source = source
 
 
@@ -636,7 +640,6 @@ class PestControl(_LiteratureProblem):
             self.best_known_source = source
         else:
             self._set_reference(None, None, "not established: only seed 0 has a recorded best-known value")
-            self.best_known_config = None
 
     def _evaluate(self, X):
         # Categorical choices are 0..4, so a state index is the action itself

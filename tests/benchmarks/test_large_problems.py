@@ -126,6 +126,7 @@ def test_bad_configs_raise_typed_errors():
 def test_optimal_config_attains_the_optimum(cls):
     problem = cls()
     assert problem.best_known == problem.optimum and problem.best_known_source
+    assert problem.best_known_config == problem.optimal_config
     value = problem(problem.optimal_config)
     if cls in (MaxSATWeighted, Mixed10C20N, LABS):     # planted or integer-valued: exact
         assert value == problem.optimum
