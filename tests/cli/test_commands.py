@@ -83,6 +83,12 @@ def test_bench_runs_bo_and_writes_the_table_and_json(tmp_path, capsys):
     assert len(run["curve"]) == 12 and run["best"] == min(run["curve"])
 
 
+def test_bench_names_the_best_known_value_where_no_optimum_is_known(capsys):
+    assert main(["bench", "pestcontrol", "--budget", "11", "--seeds", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "(best known, not proven optimal: +12.031600)" in out and "known optimum" not in out
+
+
 def test_bench_writes_a_set_problems_best_points_as_numbers(tmp_path):
     path = tmp_path / "runs.json"
     assert main(["bench", "pmedian", "--budget", "11", "--seeds", "1", "--quiet", "--json", str(path)]) == 0
