@@ -19,6 +19,7 @@ Usage::
     python asv_benchmarks/peers/summarise_head_to_head.py asv_benchmarks/peers/results/head_to_head.jsonl
 """
 import argparse
+import functools
 import json
 import math
 import os
@@ -33,9 +34,11 @@ import _common  # noqa: E402  (mean_se: the mean ± s.e. of the other benchmark 
 METHOD_ORDER = ("fastfm", "random", "tpe", "gpsampler", "smac", "hebo", "botorch")
 
 
+@functools.lru_cache(maxsize=None)
 def _best_known(problem_key):
     """The problem's best-known value where no optimum is (PestControl), else None: from ``fastfm.benchmarks`` when
-    it imports (the rows record the optimum only)."""
+    it imports (the rows record the optimum only).  Cached: each budget's table asks again, and building a problem
+    can load its data (SVM, XGBoost)."""
     try:
         from fastfm.benchmarks import get_problem
         return getattr(get_problem(problem_key), "best_known", None)

@@ -84,6 +84,12 @@ class _LiteratureProblem(Problem):
         self.best_known_config = self.optimal_config
         self.best_known_source = source
 
+    def _set_best_known(self, value, config, source):
+        """Record a best-known value and a config attaining it where no optimum is known (``optimum`` None)."""
+        self._set_reference(None, None, source)
+        self.best_known = float(value)
+        self.best_known_config = dict(config)
+
 
 # --------------------------------------------------------------------------
 # Contamination control
@@ -634,10 +640,7 @@ class PestControl(_LiteratureProblem):
                 beta += self.tolerance_rate[t] / float(self.n_stages)
         if self.seed == 0:
             value, choices, source = self._BEST_KNOWN_SEED0
-            self.optimum, self.optimal_config = None, None
-            self.best_known = float(value)
-            self.best_known_config = dict(zip(self.names, (int(c) for c in choices)))
-            self.best_known_source = source
+            self._set_best_known(value, zip(self.names, (int(c) for c in choices)), source)
         else:
             self._set_reference(None, None, "not established: only seed 0 has a recorded best-known value")
 
@@ -647,6 +650,7 @@ class PestControl(_LiteratureProblem):
         n = x.shape[0]
         rows = np.arange(n)
         totals = np.stack([np.count_nonzero(x == t, axis=1) for t in range(1, 5)], axis=1)    # n_t
+        prices, discounts = np.asarray(self.control_price), np.asarray(self.max_discount) / float(self.n_stages)
         uses = np.zeros((n, 4), dtype=np.int64)
         price = np.zeros(n)
         above = np.zeros(n)
@@ -658,8 +662,7 @@ class PestControl(_LiteratureProblem):
             rates = self.control_rates[t, uses[rows, t]]
             grown = self.spread_rates * (1.0 - Z) + Z
             treated = (1.0 - rates) * Z
-            stage_price = np.asarray(self.control_price)[t] * (
-                1.0 - np.asarray(self.max_discount)[t] / float(self.n_stages) * totals[rows, t].astype(float))
+            stage_price = prices[t] * (1.0 - discounts[t] * totals[rows, t].astype(float))
             price += np.where(controlled, stage_price, 0.0)
             above += np.mean(Z > self.upper_limit, axis=1)
             Z = np.where(controlled[:, None], treated, grown)
